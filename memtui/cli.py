@@ -1,0 +1,502 @@
+"""The command line: ``memtui DB`` opens the app; subcommands script the store."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from memtui.core.corpus import CorpusError, load_corpus
+from memtui.core.embed import DEFAULT_EMBEDDER_NAME, EmbedderError, resolve_embedder
+from memtui.core.records import MemoryRecord, parse_timestamp
+from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
+from memtui.render import escape_controls, one_line, safe_text
+
+EXPECTED_ERRORS = (MemoryStoreError, CorpusError, EmbedderError)
+
+
+class DefaultCommandGroup(click.Group):
+    """A group that runs ``default_command`` when the first word is not a subcommand."""
+
+    def __init__(self, *args: Any, default_command: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.default_command = default_command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for index, arg in enumerate(args):
+            if arg in ("--help", "-h"):
+                break
+            if arg.startswith("-"):
+                continue
+            if arg not in self.commands:
+                args = [*args[:index], self.default_command, *args[index:]]
+            break
+        return super().parse_args(ctx, args)
+
+
+class ErrorReportingGroup(DefaultCommandGroup):
+    """Expected failures become one line on stderr and exit status 1, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EXPECTED_ERRORS as exc:
+            raise click.ClickException(escape_controls(str(exc))) from None
+
+
+def fixed_clock() -> Callable[[], datetime] | None:
+    """A clock pinned by ``MEMTUI_NOW`` (ISO-8601), for reproducible runs; else None."""
+    value = os.environ.get("MEMTUI_NOW")
+    if not value:
+        return None
+    try:
+        moment = parse_timestamp(value)
+    except ValueError as exc:
+        raise click.ClickException(f"MEMTUI_NOW: {exc}") from None
+    return lambda: moment
+
+
+def open_store(
+    path: str | Path,
+    *,
+    read_only: bool = False,
+    embedder: str | None = None,
+    operator: str | None = None,
+) -> MemoryStore:
+    return MemoryStore(
+        path,
+        read_only=read_only,
+        clock=fixed_clock(),
+        embedder=resolve_embedder(embedder) if embedder else None,
+        operator=operator,
+    )
+
+
+def console() -> Console:
+    """A console that prints no markup and, when piped, is wide enough for a table."""
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
+    return Console(soft_wrap=False, highlight=False, markup=False, emoji=False, width=width)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
+
+
+def record_state(record: MemoryRecord, store: MemoryStore) -> str:
+    if record.refuted:
+        return "refuted"
+    if record.is_expired(store.now()):
+        return "expired"
+    return "live"
+
+
+def record_json(record: MemoryRecord, store: MemoryStore) -> dict[str, Any]:
+    """The one record shape every ``--json`` output uses."""
+    return {
+        "id": record.id,
+        "tier": record.tier,
+        "record_type": record.record_type,
+        "content": record.content,
+        "scope": {
+            "profile_hash": record.profile_hash,
+            "engagement": record.engagement,
+            "run_id": record.run_id,
+            "tool_name": record.tool_name,
+            "url_pattern": record.url_pattern,
+        },
+        "created_at": record.created_at,
+        "expires_at": record.expires_at,
+        "state": record_state(record, store),
+        "signature": record.signature,
+        "metadata": record.metadata,
+    }
+
+
+def counts_text(record: MemoryRecord) -> str:
+    meta = record.metadata
+    if "total_attempts" in meta:
+        return f"{meta.get('total_successes', 0)}/{meta.get('total_attempts', 0)}"
+    return ""
+
+
+def short_time(value: str | None) -> str:
+    return value[:16].replace("T", " ") if value else ""
+
+
+def confirm_or_abort(question: str, assume_yes: bool) -> None:
+    if assume_yes:
+        return
+    if not sys.stdin.isatty() and os.environ.get("MEMTUI_ASSUME_TTY") != "1":
+        raise click.ClickException(
+            "refusing to erase without confirmation: no terminal to ask; pass --yes"
+        )
+    if not click.confirm(question, default=False):
+        raise click.ClickException("cancelled; nothing was changed")
+
+
+operator_option = click.option(
+    "--operator",
+    envvar="MEMTUI_OPERATOR",
+    default=None,
+    help="Who is acting, for the audit log (default: $MEMTUI_OPERATOR, then the OS user).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+db_argument = click.argument("db", type=click.Path(dir_okay=False, path_type=Path))
+
+
+@click.group(cls=ErrorReportingGroup, default_command="open")
+@click.version_option(package_name="memtui")
+def main() -> None:
+    """memtui: inspect, explain and correct AI-agent memory databases.
+
+    `memtui DB` opens the app on a memory database; the commands below script it.
+    """
+
+
+@main.command("open", hidden=True)
+@db_argument
+@click.option("--read-only", is_flag=True, help="Open without write access.")
+@operator_option
+def open_command(db: Path, read_only: bool, operator: str | None) -> None:
+    """Open the app on DB."""
+    from memtui.tui.launch import run_app
+
+    run_app(db, read_only=read_only, operator=operator, clock=fixed_clock())
+
+
+@main.command()
+@click.argument("corpus", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--db", "db", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--embedder",
+    default=DEFAULT_EMBEDDER_NAME,
+    show_default=True,
+    help="none, hash, hash-N, or module:callable.",
+)
+@operator_option
+def ingest(corpus: Path, db: Path, embedder: str, operator: str | None) -> None:
+    """Load a corpus (JSON list of records) into DB, all or nothing."""
+    rows = load_corpus(corpus)
+    chosen = resolve_embedder(embedder)
+    with MemoryStore(db, clock=fixed_clock(), embedder=chosen, operator=operator) as store:
+        with click.progressbar(
+            length=len(rows), label="ingesting", file=sys.stderr, show_pos=True
+        ) as bar:
+            state = {"done": 0}
+
+            def progress(done: int, total: int) -> None:
+                bar.update(done - state["done"])
+                state["done"] = done
+
+            ids = store.ingest(rows, source=corpus.name, progress=progress)
+        counts = store.tier_counts(include_refuted=True, include_expired=True)
+    summary = ", ".join(f"{tier} {n}" for tier, n in counts.items())
+    click.echo(f"ingested {len(ids)} records into {db} ({summary})")
+
+
+def scope_filters(
+    tier: str | None,
+    record_type: str | None,
+    profile: str | None,
+    engagement: str | None,
+    run_id: str | None,
+    tool: str | None,
+    extra: tuple[str, ...],
+) -> dict[str, str]:
+    filters = {
+        key: value
+        for key, value in (
+            ("tier", tier),
+            ("record_type", record_type),
+            ("profile_hash", profile),
+            ("engagement", engagement),
+            ("run_id", run_id),
+            ("tool_name", tool),
+        )
+        if value is not None
+    }
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.ClickException(f"--filter takes KEY=VALUE, got {item!r}")
+        filters[key.strip()] = value
+    return filters
+
+
+def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--tier", default=None, help="working, episodic, longterm or knowledge."),
+        click.option("--type", "record_type", default=None, help="Record type, e.g. tactic."),
+        click.option("--profile", default=None, help="Stack profile hash."),
+        click.option("--engagement", default=None, help="Engagement name."),
+        click.option("--run", "run_id", default=None, help="Run id."),
+        click.option("--tool", default=None, help="Tool name."),
+        click.option(
+            "--filter",
+            "extra",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help=f"Any allowlisted scope key: {', '.join(sorted(FILTER_ALLOWLIST))}.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@main.command()
+@db_argument
+@filter_options
+@click.option("--all", "show_all", is_flag=True, help="Include refuted and expired records.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N records.")
+@click.option("--after", type=int, default=None, help="Only ids after this one (paging).")
+@json_option
+def records(
+    db: Path,
+    tier: str | None,
+    record_type: str | None,
+    profile: str | None,
+    engagement: str | None,
+    run_id: str | None,
+    tool: str | None,
+    extra: tuple[str, ...],
+    show_all: bool,
+    limit: int | None,
+    after: int | None,
+    as_json: bool,
+) -> None:
+    """List records of DB, filtered by scope."""
+    filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
+    with open_store(db, read_only=True) as store:
+        found = store.fetch(
+            include_refuted=show_all,
+            include_expired=show_all,
+            limit=limit,
+            after_id=after,
+            **filters,
+        )
+        if as_json:
+            emit_json([record_json(r, store) for r in found])
+            return
+        table = Table(title=f"{len(found)} records", title_justify="left")
+        for column in ("id", "tier", "type", "tool", "grade", "s/a", "created", "state"):
+            table.add_column(column, no_wrap=True, min_width=len(column))
+        table.add_column("content", overflow="fold", min_width=30, ratio=1)
+        for record in found:
+            state = record_state(record, store)
+            table.add_row(
+                str(record.id),
+                record.tier,
+                one_line(record.record_type, 20),
+                one_line(record.tool_name or "", 20),
+                record.evidence_grade or "",
+                counts_text(record),
+                short_time(record.created_at),
+                state,
+                one_line(record.content, 160),
+                style="dim" if state != "live" else None,
+            )
+        console().print(table)
+
+
+@main.command()
+@db_argument
+@click.argument("record_id", type=int)
+@click.option("--reason", required=True, help="Why: written to the audit log.")
+@operator_option
+def refute(db: Path, record_id: int, reason: str, operator: str | None) -> None:
+    """Mark a tactic refuted: it stays on file but leaves reads and search."""
+    with open_store(db, operator=operator) as store:
+        event = store.refute(record_id, reason=reason)
+    click.echo(f"refuted tactic #{record_id} (audit event #{event})")
+
+
+@main.command()
+@db_argument
+@click.argument("record_id", type=int)
+@click.option("--reason", required=True, help="Why: written to the audit log.")
+@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
+@operator_option
+def forget(db: Path, record_id: int, reason: str, assume_yes: bool, operator: str | None) -> None:
+    """Erase one record from DB for good (row, index, vector, free pages)."""
+    with open_store(db, operator=operator) as store:
+        record = store.get(record_id)
+        if record is None:
+            raise click.ClickException(f"no record with id {record_id}")
+        preview = escape_controls(record.content[:60])
+        confirm_or_abort(
+            f"Forget {record.tier} {record.record_type} #{record.id} ({preview!r})? "
+            "This cannot be undone",
+            assume_yes,
+        )
+        verified = store.forget(record_id, reason=reason)
+        event = store.last_event_id
+    status = "erasure verified" if verified else "erasure NOT verified: see the audit log"
+    click.echo(f"forgot record #{record_id}: {status} (audit event #{event})")
+    if not verified:
+        sys.exit(3)
+
+
+@main.command("forget-scope")
+@db_argument
+@click.option("--engagement", required=True, help="The engagement whose records go.")
+@click.option("--reason", required=True, help="Why: written to the audit log.")
+@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
+@operator_option
+def forget_scope(
+    db: Path, engagement: str, reason: str, assume_yes: bool, operator: str | None
+) -> None:
+    """Erase every record of one engagement (tactics are not engagement-scoped and stay)."""
+    with open_store(db, operator=operator) as store:
+        radius = store.blast_radius(engagement=engagement)
+        total = sum(n for types in radius.values() for n in types.values())
+        if not total:
+            raise click.ClickException(f"engagement {engagement!r} has no records to forget")
+        parts = [
+            f"{tier}/{rtype} {n}" for tier, types in radius.items() for rtype, n in types.items()
+        ]
+        click.echo(f"engagement {escape_controls(engagement)!r}: {total} records ({', '.join(parts)})")
+        confirm_or_abort(f"Forget all {total} records? This cannot be undone", assume_yes)
+        count = store.forget_scope(engagement=engagement, reason=reason)
+        event = store.last_event_id
+    click.echo(f"forgot {count} records of engagement {escape_controls(engagement)!r} (audit event #{event})")
+
+
+@main.group(cls=DefaultCommandGroup, default_command="list", invoke_without_command=False)
+def audit() -> None:
+    """The audit log: `audit DB` lists it, `audit verify DB` checks its hash chain."""
+
+
+@audit.command("list")
+@db_argument
+@click.option("--limit", type=click.IntRange(min=1), default=None)
+@json_option
+def audit_list(db: Path, limit: int | None, as_json: bool) -> None:
+    """List audit events, newest first."""
+    with open_store(db, read_only=True) as store:
+        events = store.audit_events(limit=limit)
+        broken = store.verify_audit()
+    if as_json:
+        emit_json(events)
+        return
+    table = Table(title=f"{len(events)} audit events", title_justify="left")
+    for column in ("#", "at", "operator", "action", "records", "tier", "type", "reason"):
+        table.add_column(column, no_wrap=column != "reason")
+    table.add_column("details", overflow="fold")
+    for event in events:
+        ids = event["record_ids"]
+        shown = ", ".join(str(i) for i in ids[:5]) + (f" (+{len(ids) - 5})" if len(ids) > 5 else "")
+        table.add_row(
+            str(event["id"]),
+            short_time(event["at"]),
+            one_line(event["operator"], 30),
+            event["action"],
+            shown,
+            event["tier"] or "",
+            one_line(event["record_type"] or "", 20),
+            one_line(event["reason"] or "", 80),
+            one_line(json.dumps(event["details"], sort_keys=True), 200),
+        )
+    out = console()
+    out.print(table)
+    out.print(
+        Text("chain verified", style="green")
+        if broken is None
+        else safe_text(f"chain BROKEN: {broken}", style="bold red")
+    )
+
+
+@audit.command("verify")
+@db_argument
+def audit_verify(db: Path) -> None:
+    """Check the audit log's hash chain; exit 1 at the first broken link."""
+    with open_store(db, read_only=True) as store:
+        broken = store.verify_audit()
+        count = len(store.audit_events())
+    if broken is not None:
+        raise click.ClickException(f"audit chain broken: {broken}")
+    click.echo(f"audit chain verified: {count} events")
+
+
+@audit.command("head")
+@db_argument
+def audit_head(db: Path) -> None:
+    """Print the chain head (last event id and hash) to record elsewhere."""
+    with open_store(db, read_only=True) as store:
+        head = store.audit_head()
+    if head is None:
+        click.echo("audit log is empty")
+    else:
+        click.echo(f"{head['id']} {head['hash']}")
+
+
+def sample_corpus_path() -> Path:
+    path = Path(__file__).resolve().parent.parent / "sample_corpus" / "memory-corpus.json"
+    if not path.exists():
+        raise click.ClickException(
+            "the sample corpus was not found beside the package; "
+            "memtui demo runs from a source checkout installed with pip install -e ."
+        )
+    return path
+
+
+def demo_db_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    folder = Path(base) / "memtui"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / "demo.db"
+
+
+def build_demo_db(path: Path) -> MemoryStore:
+    """A fresh database at ``path`` loaded from the sample corpus."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    rows = load_corpus(sample_corpus_path())
+    store = MemoryStore(
+        path,
+        clock=fixed_clock(),
+        embedder=resolve_embedder(DEFAULT_EMBEDDER_NAME),
+        operator="memtui-demo",
+    )
+    store.ingest(rows, source="memory-corpus.json")
+    return store
+
+
+@main.command()
+@click.option(
+    "--db",
+    "db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to build the demo database (default: the user data folder).",
+)
+@click.option("--summary", is_flag=True, help="Print a summary instead of opening the app.")
+def demo(db: Path | None, summary: bool) -> None:
+    """Build a database from the sample corpus and open it."""
+    path = db or demo_db_path()
+    with build_demo_db(path) as store:
+        counts = store.tier_counts()
+        engagements = store.engagements()
+        profiles = store.profiles()
+    if summary:
+        click.echo(f"demo database: {path}")
+        click.echo("records by tier: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
+        click.echo(f"engagements: {', '.join(engagements)}")
+        click.echo(f"profiles: {len(profiles)}")
+        return
+    from memtui.tui.launch import run_app
+
+    run_app(path, read_only=False, operator=None, clock=fixed_clock())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+"""Reading and validating a memory corpus (a JSON list of records) before ingest.
+
+Validation is complete before anything is written: a malformed corpus loads
+nothing, and the error names the record and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from memtui.core.records import (
+    SCOPE_FIELDS,
+    SEVERITIES,
+    TIERS,
+    normalize_endpoint,
+    normalize_timestamp,
+)
+from memtui.core.store import compose_tactic_text, tactic_metadata
+
+
+class CorpusError(Exception):
+    """A corpus that cannot be loaded; the message says where and why."""
+
+
+_TACTIC_KEYS = {
+    "tool",
+    "endpoint",
+    "param",
+    "technique",
+    "successes",
+    "attempts",
+    "proof",
+    "refuted",
+    "refuted_reason",
+    "targets",
+}
+_FINDING_KEYS = {"finding_id", "severity", "title", "url", "type", "false_positive"}
+_COMMON_KEYS = {"tier", "record_type", "content", "metadata", "created_at", "expires_at"}
+
+
+def load_corpus(path: str | Path) -> list[dict[str, Any]]:
+    """Read, validate and prepare every record of a corpus file for ``MemoryStore.ingest``."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CorpusError(f"{path}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise CorpusError(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(
+            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    return prepare_corpus(data, label=str(path))
+
+
+def prepare_corpus(data: Any, *, label: str = "corpus") -> list[dict[str, Any]]:
+    """Validate parsed corpus data; returns store-ready rows or raises ``CorpusError``."""
+    if not isinstance(data, list):
+        raise CorpusError(f"{label}: the corpus must be a JSON list of records")
+    rows: list[dict[str, Any]] = []
+    signatures: dict[str, int] = {}
+    for index, item in enumerate(data):
+        try:
+            row = _prepare_record(item)
+        except CorpusError as exc:
+            raise CorpusError(f"{label}: record {index}: {exc}") from None
+        signature = row.get("signature")
+        if signature:
+            if signature in signatures:
+                raise CorpusError(
+                    f"{label}: record {index}: same tactic (profile, tool, endpoint, param) "
+                    f"as record {signatures[signature]}; merge their counts"
+                )
+            signatures[signature] = index
+        rows.append(row)
+    return rows
+
+
+def _prepare_record(item: Any) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise CorpusError("must be a JSON object")
+    tier = item.get("tier")
+    if tier is None:
+        raise CorpusError("missing field 'tier'")
+    if tier not in TIERS:
+        raise CorpusError(f"unknown tier {tier!r} (tiers: {', '.join(TIERS)})")
+    record_type = _text(item, "record_type")
+    metadata = item.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise CorpusError("'metadata' must be a JSON object")
+    row: dict[str, Any] = {"tier": tier, "record_type": record_type}
+    for key in SCOPE_FIELDS:
+        value = item.get(key)
+        if value is not None and not isinstance(value, str):
+            raise CorpusError(f"'{key}' must be text")
+        row[key] = value
+    for key in ("created_at", "expires_at"):
+        try:
+            row[key] = normalize_timestamp(item.get(key))
+        except ValueError as exc:
+            raise CorpusError(f"'{key}': {exc}") from None
+    if record_type == "tactic":
+        _prepare_tactic(item, row, metadata)
+    elif record_type == "finding":
+        _prepare_finding(item, row, metadata)
+    else:
+        unknown = set(item) - _COMMON_KEYS - set(SCOPE_FIELDS)
+        if unknown:
+            raise CorpusError(f"unknown field(s) {', '.join(sorted(unknown))}")
+        row["content"] = _text(item, "content")
+        row["metadata"] = metadata
+    return row
+
+
+def _prepare_tactic(item: dict[str, Any], row: dict[str, Any], metadata: dict[str, Any]) -> None:
+    if row["tier"] != "longterm":
+        raise CorpusError("a tactic belongs to the longterm tier")
+    unknown = set(item) - _COMMON_KEYS - set(SCOPE_FIELDS) - _TACTIC_KEYS
+    if unknown:
+        raise CorpusError(f"unknown field(s) {', '.join(sorted(unknown))}")
+    bound = [key for key in ("engagement", "run_id", "url_pattern") if item.get(key) is not None]
+    if bound:
+        raise CorpusError(
+            f"a tactic travels across engagements and cannot carry {', '.join(bound)}; "
+            "give its 'endpoint', and its target domains in 'targets' (stored hashed)"
+        )
+    profile = _text(item, "profile_hash")
+    tool = _text(item, "tool")
+    endpoint = _text(item, "endpoint")
+    param = _text(item, "param")
+    successes = _count(item, "successes", 1)
+    attempts = _count(item, "attempts", max(successes, 1))
+    if attempts < 1 or successes > attempts:
+        raise CorpusError(
+            f"successes ({successes}) must not exceed attempts ({attempts}), "
+            "and attempts must be at least 1"
+        )
+    technique = _optional_text(item, "technique")
+    proof = _optional_text(item, "proof")
+    targets = item.get("targets", [])
+    if not isinstance(targets, list) or not all(isinstance(t, str) for t in targets):
+        raise CorpusError("'targets' must be a list of domain names")
+    refuted = item.get("refuted", False)
+    if not isinstance(refuted, bool):
+        raise CorpusError("'refuted' must be true or false")
+    meta = tactic_metadata(
+        profile_hash=profile,
+        tool=tool,
+        endpoint=endpoint,
+        param=param,
+        successes=successes,
+        attempts=attempts,
+        proof=proof,
+        technique=technique,
+        targets=targets,
+        refuted=refuted,
+        refuted_reason=_optional_text(item, "refuted_reason"),
+        extra=metadata,
+    )
+    url_pattern = normalize_endpoint(endpoint)
+    row.update(
+        {
+            "content": _optional_text(item, "content")
+            or compose_tactic_text(tool, url_pattern, param, technique),
+            "profile_hash": profile,
+            "tool_name": tool,
+            "url_pattern": url_pattern,
+            "signature": meta["signature"],
+            "refuted": refuted,
+            "metadata": meta,
+        }
+    )
+
+
+def _prepare_finding(item: dict[str, Any], row: dict[str, Any], metadata: dict[str, Any]) -> None:
+    unknown = set(item) - _COMMON_KEYS - set(SCOPE_FIELDS) - _FINDING_KEYS
+    if unknown:
+        raise CorpusError(f"unknown field(s) {', '.join(sorted(unknown))}")
+    severity = _text(item, "severity")
+    if severity not in SEVERITIES:
+        raise CorpusError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
+    url = _text(item, "url")
+    false_positive = item.get("false_positive", False)
+    if not isinstance(false_positive, bool):
+        raise CorpusError("'false_positive' must be true or false")
+    meta = dict(metadata)
+    meta.update(
+        {
+            "finding_id": _text(item, "finding_id"),
+            "severity": severity,
+            "url": url,
+            "type": _text(item, "type"),
+            "false_positive": false_positive,
+        }
+    )
+    path = url.split("://", 1)[-1]
+    path = "/" + path.split("/", 1)[1] if "/" in path else "/"
+    row.update(
+        {
+            "content": _text(item, "title"),
+            "engagement": _text(item, "engagement"),
+            "run_id": _text(item, "run_id"),
+            "url_pattern": row.get("url_pattern") or normalize_endpoint(path),
+            "metadata": meta,
+        }
+    )
+
+
+def _text(item: dict[str, Any], key: str) -> str:
+    value = item.get(key)
+    if value is None:
+        raise CorpusError(f"missing field '{key}'")
+    if not isinstance(value, str) or not value.strip():
+        raise CorpusError(f"'{key}' must be non-empty text")
+    return value
+
+
+def _optional_text(item: dict[str, Any], key: str) -> str | None:
+    value = item.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise CorpusError(f"'{key}' must be text")
+    return value
+
+
+def _count(item: dict[str, Any], key: str, default: int) -> int:
+    value = item.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CorpusError(f"'{key}' must be a whole number, 0 or more")
+    return value

@@ -1,0 +1,1397 @@
+"""MemoryStore: the SQLite schema, FTS5 index, writers, scoped reads and audit log.
+
+Every mutation goes through a method here that writes its audit event in the
+same transaction (design.md sections 1 and 3). Readers never hold a read
+transaction open: every query is fetched to the end at once, so that a forget
+can always truncate the WAL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import sqlite3
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from memtui.core.embed import Embedder
+from memtui.core.operator import resolve_operator
+from memtui.core.records import (
+    SEVERITIES,
+    TIERS,
+    MemoryRecord,
+    anonymize_target,
+    format_timestamp,
+    normalize_endpoint,
+    normalize_timestamp,
+    tactic_signature,
+)
+from memtui.core.stats import wilson_lower_bound
+
+SCHEMA_VERSION = 1
+
+FILTER_ALLOWLIST: frozenset[str] = frozenset(
+    {"tier", "record_type", "profile_hash", "engagement", "run_id", "tool_name", "url_pattern"}
+)
+
+FTS_TABLE = "records_fts"
+GENESIS_HASH = "0" * 64
+CHECKPOINT_RETRIES = 10
+CHECKPOINT_RETRY_DELAY = 0.05
+
+Clock = Callable[[], datetime]
+Progress = Callable[[int, int], None]
+
+
+class MemoryStoreError(Exception):
+    """A refused or impossible store operation, with a message meant for the operator."""
+
+
+_MIGRATIONS: tuple[str, ...] = (
+    # 1: records, FTS5 external-content index, vectors, meta, audit log.
+    f"""
+    CREATE TABLE records (
+        id INTEGER PRIMARY KEY,
+        tier TEXT NOT NULL CHECK (tier IN ({", ".join(repr(t) for t in TIERS)})),
+        record_type TEXT NOT NULL,
+        content TEXT NOT NULL,
+        profile_hash TEXT,
+        engagement TEXT,
+        run_id TEXT,
+        tool_name TEXT,
+        url_pattern TEXT,
+        signature TEXT,
+        metadata TEXT NOT NULL DEFAULT '{{}}',
+        refuted INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        expires_at TEXT
+    );
+    CREATE UNIQUE INDEX records_signature ON records(signature) WHERE signature IS NOT NULL;
+    CREATE INDEX records_tier_profile ON records(tier, profile_hash);
+    CREATE INDEX records_tier_engagement ON records(tier, engagement);
+    CREATE INDEX records_engagement ON records(engagement, record_type);
+    CREATE INDEX records_profile ON records(profile_hash, record_type);
+    CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5(
+        content, content='records', content_rowid='id'
+    );
+    CREATE TRIGGER records_ad AFTER DELETE ON records BEGIN
+        INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, content) VALUES ('delete', old.id, old.content);
+        DELETE FROM vectors WHERE record_id = old.id;
+    END;
+    CREATE TRIGGER records_au AFTER UPDATE OF content ON records BEGIN
+        INSERT INTO {FTS_TABLE}({FTS_TABLE}, rowid, content) VALUES ('delete', old.id, old.content);
+        INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content);
+    END;
+    CREATE TABLE vectors (
+        record_id INTEGER PRIMARY KEY,
+        vector BLOB NOT NULL
+    );
+    CREATE TABLE meta (
+        key TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    CREATE TABLE audit_events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        operator TEXT NOT NULL,
+        action TEXT NOT NULL,
+        record_ids TEXT NOT NULL,
+        tier TEXT,
+        record_type TEXT,
+        signature TEXT,
+        reason TEXT,
+        details TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL
+    );
+    CREATE TRIGGER audit_events_no_update BEFORE UPDATE ON audit_events BEGIN
+        SELECT RAISE(ABORT, 'audit_events is append-only');
+    END;
+    CREATE TRIGGER audit_events_no_delete BEFORE DELETE ON audit_events BEGIN
+        SELECT RAISE(ABORT, 'audit_events is append-only');
+    END;
+    """,
+)
+
+# The insert trigger is kept apart so that bulk ingest can load rows without
+# going through it one by one and index them in one statement afterwards.
+_INSERT_TRIGGER = f"""
+CREATE TRIGGER records_ai AFTER INSERT ON records BEGIN
+    INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content);
+END;
+"""
+
+_RECORD_COLUMNS = (
+    "id, tier, record_type, content, profile_hash, engagement, run_id, tool_name, "
+    "url_pattern, metadata, created_at, expires_at, refuted, signature"
+)
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def fts5_available() -> bool:
+    """Whether this interpreter's SQLite was built with FTS5."""
+    probe = sqlite3.connect(":memory:")
+    try:
+        probe.execute("CREATE VIRTUAL TABLE temp.fts5_probe USING fts5(x)")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        probe.close()
+
+
+def pack_vector(values: Sequence[float]) -> bytes:
+    """Little-endian float32 bytes of a vector."""
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def unpack_vector(blob: bytes) -> list[float]:
+    return list(struct.unpack(f"<{len(blob) // 4}f", blob))
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def audit_hash(prev_hash: str, row: dict[str, Any]) -> str:
+    """The chained hash of one audit event over its stored column values."""
+    body = [
+        prev_hash,
+        row["at"],
+        row["operator"],
+        row["action"],
+        row["record_ids"],
+        row["tier"],
+        row["record_type"],
+        row["signature"],
+        row["reason"],
+        row["details"],
+    ]
+    return hashlib.sha256(_canonical(body).encode("utf-8")).hexdigest()
+
+
+def _system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class MemoryStore:
+    """A memtui memory database (SQLite with FTS5), or an in-memory one for ``path=None``."""
+
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        read_only: bool = False,
+        clock: Clock | None = None,
+        embedder: Embedder | None = None,
+        operator: str | None = None,
+        busy_timeout_ms: int = 5000,
+    ) -> None:
+        self.path = None if path is None else Path(path)
+        self.read_only = read_only
+        self.clock: Clock = clock or _system_clock
+        self.default_operator = operator
+        self.last_event_id: int | None = None
+        self._lock = threading.RLock()
+        if not fts5_available():
+            raise MemoryStoreError(
+                f"this Python's SQLite {sqlite3.sqlite_version} was built without FTS5, "
+                "which memtui needs for its full-text index; use a Python whose SQLite "
+                "has FTS5 (python.org and most distribution builds do)"
+            )
+        self._conn = self._connect(busy_timeout_ms)
+        try:
+            self._prepare_schema()
+            self.embedder: Embedder | None = None
+            if embedder is not None:
+                self._adopt_embedder(embedder)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # ------------------------------------------------------------------ opening
+
+    def _connect(self, busy_timeout_ms: int) -> sqlite3.Connection:
+        if self.path is None:
+            if self.read_only:
+                raise MemoryStoreError("an in-memory store cannot be opened read-only")
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        else:
+            if self.path.is_dir():
+                raise MemoryStoreError(f"{self.path} is a directory, not a memtui database file")
+            exists = self.path.exists()
+            if not exists and self.read_only:
+                raise MemoryStoreError(f"no database at {self.path}; check the path")
+            if exists:
+                self._check_magic()
+            elif not self.path.parent.exists():
+                raise MemoryStoreError(f"folder {self.path.parent} does not exist")
+            mode = "ro" if self.read_only else "rwc"
+            uri = f"file:{_uri_path(self.path)}?mode={mode}"
+            try:
+                conn = sqlite3.connect(
+                    uri, uri=True, isolation_level=None, check_same_thread=False
+                )
+            except sqlite3.Error as exc:
+                raise MemoryStoreError(f"cannot open {self.path}: {exc}") from None
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            conn.execute("PRAGMA secure_delete = ON")
+            if self.path is not None and not self.read_only:
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise MemoryStoreError(f"{self.path} is not a usable SQLite database: {exc}") from None
+        return conn
+
+    def _check_magic(self) -> None:
+        assert self.path is not None
+        try:
+            with self.path.open("rb") as handle:
+                head = handle.read(len(SQLITE_MAGIC))
+        except OSError as exc:
+            raise MemoryStoreError(f"cannot read {self.path}: {exc.strerror}") from None
+        if head and head != SQLITE_MAGIC:
+            raise MemoryStoreError(f"{self.path} is not a SQLite database")
+
+    def _prepare_schema(self) -> None:
+        try:
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
+                ).fetchall()
+            ]
+        except sqlite3.DatabaseError as exc:
+            raise MemoryStoreError(f"{self.path} is not a usable SQLite database: {exc}") from None
+        if version > SCHEMA_VERSION:
+            raise MemoryStoreError(
+                f"{self.path} was written by a newer memtui (schema {version}; this one "
+                f"reads up to {SCHEMA_VERSION}); upgrade memtui to open it"
+            )
+        if version == 0 and tables:
+            shown = ", ".join(tables[:12]) + (" ..." if len(tables) > 12 else "")
+            raise MemoryStoreError(
+                f"{self.path} is a SQLite database but not a memtui one (tables: {shown})"
+            )
+        if version == SCHEMA_VERSION:
+            return
+        if self.read_only:
+            raise MemoryStoreError(
+                f"{self.path} needs a schema upgrade (schema {version} to {SCHEMA_VERSION}), "
+                "which a read-only open cannot do; open it once without --read-only"
+            )
+        with self._write():
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _split_sql(_MIGRATIONS[number - 1]):
+                    self._conn.execute(statement)
+                if number == 1:
+                    self._conn.execute(_INSERT_TRIGGER)
+                self._conn.execute(f"PRAGMA user_version = {number}")
+
+    def _adopt_embedder(self, embedder: Embedder) -> None:
+        recorded = self.recorded_embedder()
+        if recorded and (recorded["name"], recorded["dim"]) != (embedder.name, embedder.dim):
+            if self.vector_count():
+                raise MemoryStoreError(
+                    f"this database's vectors were written by {recorded['name']} "
+                    f"({recorded['dim']} dims), not {embedder.name} ({embedder.dim} dims); "
+                    "re-index with that embedder (memtui reindex) before writing with it"
+                )
+        self.embedder = embedder
+        if not self.read_only and recorded != {"name": embedder.name, "dim": embedder.dim}:
+            with self._write():
+                self._set_embedder_meta(embedder)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ primitives
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The store's connection, for the core's read-only query modules (search, lanes)."""
+        return self._conn
+
+    def now(self) -> datetime:
+        moment = self.clock()
+        if moment.tzinfo is None:
+            raise MemoryStoreError("the store's clock returned a naive datetime; return UTC")
+        return moment
+
+    def now_text(self) -> str:
+        return format_timestamp(self.now())
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+        """Run one read and fetch every row, so that no read transaction stays open."""
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        if self.read_only:
+            raise MemoryStoreError("this database is open read-only; reopen it without --read-only")
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    raise MemoryStoreError(
+                        "the database is busy (another process is writing); try again"
+                    ) from None
+                raise
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._conn.execute("COMMIT")
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            raise MemoryStoreError("this database is open read-only; reopen it without --read-only")
+
+    # ------------------------------------------------------------------ reads
+
+    def _live_clause(self, include_refuted: bool, include_expired: bool) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if not include_refuted:
+            clauses.append("refuted = 0")
+        if not include_expired:
+            clauses.append("(expires_at IS NULL OR expires_at > ?)")
+            params.append(self.now_text())
+        return " AND ".join(clauses), params
+
+    def scope_clause(
+        self,
+        filters: dict[str, Any] | None,
+        *,
+        include_refuted: bool = False,
+        include_expired: bool = False,
+        alias: str = "",
+    ) -> tuple[str, list[Any]]:
+        """SQL condition and parameters for allowlisted filters plus the live rule.
+
+        Filter names reach SQL only after the allowlist check; values are always
+        bound parameters. Returns ``("1", [])`` when nothing restricts.
+        """
+        prefix = f"{alias}." if alias else ""
+        clauses: list[str] = []
+        params: list[Any] = []
+        for key, value in (filters or {}).items():
+            check_filter_key(key)
+            if value is None:
+                clauses.append(f"{prefix}{key} IS NULL")
+            else:
+                clauses.append(f"{prefix}{key} = ?")
+                params.append(value)
+        if not include_refuted:
+            clauses.append(f"{prefix}refuted = 0")
+        if not include_expired:
+            clauses.append(f"({prefix}expires_at IS NULL OR {prefix}expires_at > ?)")
+            params.append(self.now_text())
+        return (" AND ".join(clauses) or "1"), params
+
+    def fetch(
+        self,
+        *,
+        include_refuted: bool = False,
+        include_expired: bool = False,
+        limit: int | None = None,
+        after_id: int | None = None,
+        **filters: Any,
+    ) -> list[MemoryRecord]:
+        """Records matching allowlisted scope filters, in id order.
+
+        Refuted and expired records are left out unless asked for. ``limit`` and
+        ``after_id`` page through a large scope by keyset, never by offset.
+        """
+        where, params = self.scope_clause(
+            filters, include_refuted=include_refuted, include_expired=include_expired
+        )
+        if after_id is not None:
+            where += " AND id > ?"
+            params.append(int(after_id))
+        sql = f"SELECT {_RECORD_COLUMNS} FROM records WHERE {where} ORDER BY id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [_row_to_record(row) for row in self.query(sql, params)]
+
+    def get(self, record_id: int) -> MemoryRecord | None:
+        """One record by id, whatever its state (refuted and expired included)."""
+        rows = self.query(f"SELECT {_RECORD_COLUMNS} FROM records WHERE id = ?", (int(record_id),))
+        return _row_to_record(rows[0]) if rows else None
+
+    def get_many(self, record_ids: Iterable[int]) -> dict[int, MemoryRecord]:
+        ids = [int(i) for i in record_ids]
+        out: dict[int, MemoryRecord] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(
+                f"SELECT {_RECORD_COLUMNS} FROM records WHERE id IN ({marks})", chunk
+            ):
+                record = _row_to_record(row)
+                out[record.id] = record
+        return out
+
+    def record_count(self) -> int:
+        return self.query("SELECT count(*) FROM records")[0][0]
+
+    def tier_counts(
+        self, *, include_refuted: bool = False, include_expired: bool = False
+    ) -> dict[str, int]:
+        """Record counts per tier (every tier present, zero included), computed in SQL."""
+        where, params = self._live_clause(include_refuted, include_expired)
+        sql = "SELECT tier, count(*) FROM records"
+        if where:
+            sql += f" WHERE {where}"
+        sql += " GROUP BY tier"
+        counts = dict.fromkeys(TIERS, 0)
+        for tier, count in self.query(sql, params):
+            counts[tier] = count
+        return counts
+
+    def scope_counts(
+        self, tier: str, *, include_refuted: bool = False, include_expired: bool = False
+    ) -> dict[str, dict[str, int]]:
+        """Counts of one tier's records by profile and by engagement (None: unscoped)."""
+        if tier not in TIERS:
+            raise MemoryStoreError(f"unknown tier {tier!r}; tiers are {', '.join(TIERS)}")
+        where, params = self._live_clause(include_refuted, include_expired)
+        extra = f" AND {where}" if where else ""
+        result: dict[str, dict[str, int]] = {}
+        for key in ("profile_hash", "engagement"):
+            rows = self.query(
+                f"SELECT {key}, count(*) FROM records WHERE tier = ?{extra} "
+                f"GROUP BY {key} ORDER BY {key}",
+                [tier, *params],
+            )
+            result[key] = {value: count for value, count in rows if value is not None}
+        return result
+
+    def engagements(self) -> list[str]:
+        rows = self.query(
+            "SELECT DISTINCT engagement FROM records WHERE engagement IS NOT NULL ORDER BY 1"
+        )
+        return [r[0] for r in rows]
+
+    def profiles(self) -> list[str]:
+        rows = self.query(
+            "SELECT DISTINCT profile_hash FROM records WHERE profile_hash IS NOT NULL ORDER BY 1"
+        )
+        return [r[0] for r in rows]
+
+    def blast_radius(self, *, engagement: str) -> dict[str, dict[str, int]]:
+        """What ``forget_scope(engagement=...)`` would erase: counts by tier, then type."""
+        out: dict[str, dict[str, int]] = {}
+        for tier, record_type, count in self.query(
+            "SELECT tier, record_type, count(*) FROM records WHERE engagement = ? "
+            "GROUP BY tier, record_type ORDER BY tier, record_type",
+            (engagement,),
+        ):
+            out.setdefault(tier, {})[record_type] = count
+        return out
+
+    def recorded_embedder(self) -> dict[str, Any] | None:
+        rows = self.query(
+            "SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')"
+        )
+        values = {k: v for k, v in rows}
+        if "embedder_name" not in values:
+            return None
+        return {"name": values["embedder_name"], "dim": int(values["embedder_dim"])}
+
+    def vector_count(self) -> int:
+        return self.query("SELECT count(*) FROM vectors")[0][0]
+
+    def vector_of(self, record_id: int) -> list[float] | None:
+        rows = self.query("SELECT vector FROM vectors WHERE record_id = ?", (int(record_id),))
+        return unpack_vector(rows[0][0]) if rows else None
+
+    # ------------------------------------------------------------------ audit
+
+    def _append_audit(
+        self,
+        *,
+        action: str,
+        record_ids: Sequence[int],
+        operator: str | None,
+        tier: str | None = None,
+        record_type: str | None = None,
+        signature: str | None = None,
+        reason: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> int:
+        """Append one chained audit event; call only inside a write transaction."""
+        last = self._conn.execute("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1").fetchone()
+        prev_hash = last[0] if last else GENESIS_HASH
+        row = {
+            "at": self.now_text(),
+            "operator": resolve_operator(operator or self.default_operator),
+            "action": action,
+            "record_ids": _canonical([int(i) for i in record_ids]),
+            "tier": tier,
+            "record_type": record_type,
+            "signature": signature,
+            "reason": reason,
+            "details": _canonical(details or {}),
+        }
+        digest = audit_hash(prev_hash, row)
+        cursor = self._conn.execute(
+            "INSERT INTO audit_events (at, operator, action, record_ids, tier, record_type, "
+            "signature, reason, details, prev_hash, hash) VALUES "
+            "(:at, :operator, :action, :record_ids, :tier, :record_type, :signature, :reason, "
+            ":details, :prev_hash, :hash)",
+            {**row, "prev_hash": prev_hash, "hash": digest},
+        )
+        self.last_event_id = cursor.lastrowid
+        return cursor.lastrowid
+
+    def audit_events(
+        self, *, limit: int | None = None, before_id: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Audit events, newest first, with JSON columns decoded."""
+        sql = "SELECT * FROM audit_events"
+        params: list[Any] = []
+        if before_id is not None:
+            sql += " WHERE id < ?"
+            params.append(int(before_id))
+        sql += " ORDER BY id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [_audit_row(row) for row in self.query(sql, params)]
+
+    def audit_head(self) -> dict[str, Any] | None:
+        rows = self.query("SELECT id, hash FROM audit_events ORDER BY id DESC LIMIT 1")
+        return {"id": rows[0][0], "hash": rows[0][1]} if rows else None
+
+    def verify_audit(self) -> str | None:
+        """None when the hash chain holds, else a description of the first broken link."""
+        prev_hash = GENESIS_HASH
+        prev_id = 0
+        for row in self.query("SELECT * FROM audit_events ORDER BY id"):
+            data = dict(row)
+            if data["prev_hash"] != prev_hash:
+                after = f"event #{prev_id}" if prev_id else "the start of the log"
+                return (
+                    f"event #{data['id']}: its prev_hash does not match {after} "
+                    "(an event was removed, inserted or rewritten)"
+                )
+            if audit_hash(prev_hash, data) != data["hash"]:
+                return f"event #{data['id']}: its contents do not match its hash (edited)"
+            prev_hash = data["hash"]
+            prev_id = data["id"]
+        return None
+
+    # ---------------------------------------------------------------- writers
+
+    def _insert_record(
+        self,
+        *,
+        tier: str,
+        record_type: str,
+        content: str,
+        metadata: dict[str, Any],
+        created_at: str | None = None,
+        expires_at: str | datetime | None = None,
+        signature: str | None = None,
+        refuted: bool = False,
+        **scope: Any,
+    ) -> int:
+        if tier not in TIERS:
+            raise MemoryStoreError(f"unknown tier {tier!r}; tiers are {', '.join(TIERS)}")
+        values = {
+            "tier": tier,
+            "record_type": record_type,
+            "content": content,
+            "profile_hash": scope.get("profile_hash"),
+            "engagement": scope.get("engagement"),
+            "run_id": scope.get("run_id"),
+            "tool_name": scope.get("tool_name"),
+            "url_pattern": scope.get("url_pattern"),
+            "signature": signature,
+            "metadata": _canonical(metadata),
+            "refuted": int(refuted),
+            "created_at": created_at or self.now_text(),
+            "expires_at": _expiry(expires_at),
+        }
+        cursor = self._conn.execute(
+            "INSERT INTO records (tier, record_type, content, profile_hash, engagement, run_id, "
+            "tool_name, url_pattern, signature, metadata, refuted, created_at, expires_at) VALUES "
+            "(:tier, :record_type, :content, :profile_hash, :engagement, :run_id, :tool_name, "
+            ":url_pattern, :signature, :metadata, :refuted, :created_at, :expires_at)",
+            values,
+        )
+        record_id = cursor.lastrowid
+        if self.embedder is not None:
+            self._store_vectors([(record_id, content)])
+        return record_id
+
+    def _store_vectors(self, items: Sequence[tuple[int, str]]) -> None:
+        assert self.embedder is not None
+        vectors = self.embedder([text for _, text in items])
+        rows = []
+        for (record_id, _), vector in zip(items, vectors, strict=True):
+            if len(vector) != self.embedder.dim:
+                raise MemoryStoreError(
+                    f"embedder {self.embedder.name} returned {len(vector)} values, "
+                    f"not its declared {self.embedder.dim}"
+                )
+            rows.append((record_id, pack_vector(vector)))
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO vectors (record_id, vector) VALUES (?, ?)", rows
+        )
+
+    def _set_embedder_meta(self, embedder: Embedder | None) -> None:
+        if embedder is None:
+            self._conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
+            return
+        self._conn.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [("embedder_name", embedder.name), ("embedder_dim", str(embedder.dim))],
+        )
+
+    def _tactic_row(self, signature: str) -> sqlite3.Row | None:
+        return self._conn.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM records WHERE signature = ?", (signature,)
+        ).fetchone()
+
+    def record_success(
+        self,
+        *,
+        profile_hash: str,
+        tool: str,
+        endpoint: str,
+        param: str,
+        proof: str | None = None,
+        content: str | None = None,
+        technique: str | None = None,
+        target: str | None = None,
+        expires_at: str | datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> int:
+        """Record a successful tactic: the only creator of tactics; repeats increment."""
+        _require_text(profile_hash=profile_hash, tool=tool, endpoint=endpoint, param=param)
+        signature = tactic_signature(profile_hash, tool, endpoint, param)
+        with self._write():
+            row = self._tactic_row(signature)
+            if row is not None:
+                record = _row_to_record(row)
+                if record.refuted:
+                    raise MemoryStoreError(
+                        f"tactic #{record.id} is refuted; a new success is refused. Forget it "
+                        "and record it afresh if it really works again"
+                    )
+                meta = dict(record.metadata)
+                attempts = int(meta.get("total_attempts", 0)) + 1
+                successes = int(meta.get("total_successes", 0)) + 1
+                _apply_counts(meta, successes, attempts)
+                if proof:
+                    meta["evidence_grade"] = "proven"
+                    meta["proof"] = proof
+                if target:
+                    seen = list(meta.get("targets_seen", []))
+                    hashed = anonymize_target(target)
+                    if hashed not in seen:
+                        seen.append(hashed)
+                    meta["targets_seen"] = seen
+                self._conn.execute(
+                    "UPDATE records SET metadata = ? WHERE id = ?", (_canonical(meta), record.id)
+                )
+                return record.id
+            url_pattern = normalize_endpoint(endpoint)
+            meta = dict(metadata or {})
+            meta.update(
+                {
+                    "signature": signature,
+                    "param_name": param,
+                    "bypass_technique": technique,
+                    "evidence_grade": "proven" if proof else "hypothesis",
+                    "targets_seen": [anonymize_target(target)] if target else [],
+                    "refuted": False,
+                }
+            )
+            if proof:
+                meta["proof"] = proof
+            _apply_counts(meta, 1, 1)
+            text = content or compose_tactic_text(tool, url_pattern, param, technique)
+            return self._insert_record(
+                tier="longterm",
+                record_type="tactic",
+                content=text,
+                metadata=meta,
+                expires_at=expires_at,
+                signature=signature,
+                profile_hash=profile_hash,
+                tool_name=tool,
+                url_pattern=url_pattern,
+            )
+
+    def record_failure(
+        self,
+        *,
+        profile_hash: str,
+        tool: str,
+        endpoint: str,
+        param: str,
+        **_ignored: Any,
+    ) -> int | None:
+        """Count a failed attempt on a known tactic; an unknown signature creates nothing."""
+        signature = tactic_signature(profile_hash, tool, endpoint, param)
+        with self._write():
+            row = self._tactic_row(signature)
+            if row is None:
+                return None
+            record = _row_to_record(row)
+            meta = dict(record.metadata)
+            attempts = int(meta.get("total_attempts", 0)) + 1
+            _apply_counts(meta, int(meta.get("total_successes", 0)), attempts)
+            if record.refuted:
+                meta["confidence"] = 0.0
+            self._conn.execute(
+                "UPDATE records SET metadata = ? WHERE id = ?", (_canonical(meta), record.id)
+            )
+            return record.id
+
+    def record_refuted(
+        self,
+        *,
+        profile_hash: str,
+        tool: str,
+        endpoint: str,
+        param: str,
+        reason: str,
+        operator: str | None = None,
+        **_ignored: Any,
+    ) -> int | None:
+        """The agent's own correction: flag a known tactic refuted (audited); else nothing."""
+        signature = tactic_signature(profile_hash, tool, endpoint, param)
+        with self._write():
+            row = self._tactic_row(signature)
+            if row is None:
+                return None
+            record = _row_to_record(row)
+            if not record.refuted:
+                self._refute_locked(record, reason, operator, action="agent-refute")
+            return record.id
+
+    def refute(self, record_id: int, *, reason: str, operator: str | None = None) -> int:
+        """Operator refutation of a tactic; returns the audit event id."""
+        _require_reason(reason)
+        with self._write():
+            record = self._existing(record_id)
+            if record.record_type != "tactic":
+                raise MemoryStoreError(
+                    f"record #{record.id} is a {record.record_type}, not a tactic; "
+                    "only tactics can be refuted (forget it instead)"
+                )
+            if record.refuted:
+                raise MemoryStoreError(f"tactic #{record.id} is already refuted")
+            return self._refute_locked(record, reason, operator, action="refute")
+
+    def _refute_locked(
+        self, record: MemoryRecord, reason: str, operator: str | None, *, action: str
+    ) -> int:
+        meta = dict(record.metadata)
+        previous_grade = meta.get("evidence_grade")
+        meta.update(
+            {
+                "refuted": True,
+                "refuted_reason": reason,
+                "refuted_at": self.now_text(),
+                "evidence_grade": "hypothesis",
+                "confidence": 0.0,
+            }
+        )
+        self._conn.execute(
+            "UPDATE records SET refuted = 1, metadata = ? WHERE id = ?",
+            (_canonical(meta), record.id),
+        )
+        return self._append_audit(
+            action=action,
+            record_ids=[record.id],
+            operator=operator,
+            tier=record.tier,
+            record_type=record.record_type,
+            signature=record.signature,
+            reason=reason,
+            details={"previous_grade": previous_grade, "count": 1},
+        )
+
+    def record_finding(
+        self,
+        *,
+        finding_id: str,
+        run_id: str,
+        engagement: str,
+        severity: str,
+        title: str,
+        url: str,
+        type: str,
+        false_positive: bool = False,
+        profile_hash: str | None = None,
+        expires_at: str | datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> int:
+        """An episodic finding of one engagement and run; its title is its content.
+
+        The same ``finding_id`` in the same engagement updates that finding
+        instead of adding a second one.
+        """
+        _require_text(finding_id=finding_id, run_id=run_id, engagement=engagement, title=title)
+        if severity not in SEVERITIES:
+            raise MemoryStoreError(
+                f"severity {severity!r} is not one of {', '.join(SEVERITIES)}"
+            )
+        meta = dict(metadata or {})
+        meta.update(
+            {
+                "finding_id": finding_id,
+                "severity": severity,
+                "url": url,
+                "type": type,
+                "false_positive": bool(false_positive),
+            }
+        )
+        path = re.sub(r"^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*", "", url or "")
+        with self._write():
+            existing = self._conn.execute(
+                "SELECT id FROM records WHERE engagement = ? AND record_type = 'finding' "
+                "AND json_extract(metadata, '$.finding_id') = ?",
+                (engagement, finding_id),
+            ).fetchone()
+            if existing is not None:
+                self._conn.execute(
+                    "UPDATE records SET content = ?, run_id = ?, metadata = ?, url_pattern = ?, "
+                    "profile_hash = ?, expires_at = ? WHERE id = ?",
+                    (
+                        title,
+                        run_id,
+                        _canonical(meta),
+                        normalize_endpoint(path),
+                        profile_hash,
+                        _expiry(expires_at),
+                        existing[0],
+                    ),
+                )
+                if self.embedder is not None:
+                    self._store_vectors([(existing[0], title)])
+                return existing[0]
+            return self._insert_record(
+                tier="episodic",
+                record_type="finding",
+                content=title,
+                metadata=meta,
+                expires_at=expires_at,
+                engagement=engagement,
+                run_id=run_id,
+                profile_hash=profile_hash,
+                url_pattern=normalize_endpoint(path),
+            )
+
+    def add_record(
+        self,
+        *,
+        tier: str,
+        record_type: str,
+        content: str,
+        metadata: dict[str, Any] | None = None,
+        expires_at: str | datetime | None = None,
+        profile_hash: str | None = None,
+        engagement: str | None = None,
+        run_id: str | None = None,
+        tool_name: str | None = None,
+        url_pattern: str | None = None,
+    ) -> int:
+        """A note, observation or reference; tactics and findings have their own writers."""
+        if record_type in ("tactic", "finding"):
+            raise MemoryStoreError(
+                f"use record_success / record_finding to write a {record_type}"
+            )
+        _require_text(content=content)
+        with self._write():
+            return self._insert_record(
+                tier=tier,
+                record_type=record_type,
+                content=content,
+                metadata=dict(metadata or {}),
+                expires_at=expires_at,
+                profile_hash=profile_hash,
+                engagement=engagement,
+                run_id=run_id,
+                tool_name=tool_name,
+                url_pattern=url_pattern,
+            )
+
+    # ------------------------------------------------------------------ ingest
+
+    def ingest(
+        self,
+        rows: Sequence[dict[str, Any]],
+        *,
+        source: str | None = None,
+        operator: str | None = None,
+        progress: Progress | None = None,
+    ) -> list[int]:
+        """Bulk-load prepared records (see ``memtui.core.corpus``) in one transaction.
+
+        Rows are inserted with the per-row index trigger set aside and indexed in
+        one statement afterwards; one summary audit event records the load.
+        Anything wrong loads nothing.
+        """
+        total = len(rows)
+        with self._write():
+            signatures = [row.get("signature") for row in rows if row.get("signature")]
+            for start in range(0, len(signatures), 500):
+                chunk = signatures[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                clash = self._conn.execute(
+                    f"SELECT id, signature FROM records WHERE signature IN ({marks}) LIMIT 1",
+                    chunk,
+                ).fetchone()
+                if clash is not None:
+                    index = next(i for i, r in enumerate(rows) if r.get("signature") == clash[1])
+                    raise MemoryStoreError(
+                        f"record {index}: this tactic is already in the database as "
+                        f"#{clash[0]}; a corpus is ingested once"
+                    )
+            before = self._conn.execute("SELECT coalesce(max(id), 0) FROM records").fetchone()[0]
+            was_empty = self._conn.execute("SELECT count(*) FROM records").fetchone()[0] == 0
+            self._conn.execute("DROP TRIGGER records_ai")
+            now = self.now_text()
+            ids: list[int] = []
+            batch: list[dict[str, Any]] = []
+            batch_size = 2000
+
+            def flush() -> None:
+                self._conn.executemany(
+                    "INSERT INTO records (tier, record_type, content, profile_hash, engagement, "
+                    "run_id, tool_name, url_pattern, signature, metadata, refuted, created_at, "
+                    "expires_at) VALUES (:tier, :record_type, :content, :profile_hash, "
+                    ":engagement, :run_id, :tool_name, :url_pattern, :signature, :metadata, "
+                    ":refuted, :created_at, :expires_at)",
+                    batch,
+                )
+                batch.clear()
+
+            for done, row in enumerate(rows, start=1):
+                batch.append(
+                    {
+                        "tier": row["tier"],
+                        "record_type": row["record_type"],
+                        "content": row["content"],
+                        "profile_hash": row.get("profile_hash"),
+                        "engagement": row.get("engagement"),
+                        "run_id": row.get("run_id"),
+                        "tool_name": row.get("tool_name"),
+                        "url_pattern": row.get("url_pattern"),
+                        "signature": row.get("signature"),
+                        "metadata": _canonical(row.get("metadata") or {}),
+                        "refuted": int(bool(row.get("refuted"))),
+                        "created_at": normalize_timestamp(row.get("created_at")) or now,
+                        "expires_at": normalize_timestamp(row.get("expires_at")),
+                    }
+                )
+                if len(batch) >= batch_size:
+                    flush()
+                    if progress:
+                        progress(done, total)
+            if batch:
+                flush()
+            ids = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT id FROM records WHERE id > ? ORDER BY id", (before,)
+                ).fetchall()
+            ]
+            if was_empty:
+                self._conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+            else:
+                self._conn.execute(
+                    f"INSERT INTO {FTS_TABLE}(rowid, content) "
+                    "SELECT id, content FROM records WHERE id > ?",
+                    (before,),
+                )
+            self._conn.execute(_INSERT_TRIGGER)
+            if self.embedder is not None:
+                for start in range(0, len(ids), 512):
+                    chunk_ids = ids[start : start + 512]
+                    texts = [rows[i]["content"] for i in range(start, start + len(chunk_ids))]
+                    self._store_vectors(list(zip(chunk_ids, texts, strict=True)))
+            by_tier: dict[str, int] = {}
+            for row in rows:
+                by_tier[row["tier"]] = by_tier.get(row["tier"], 0) + 1
+            details: dict[str, Any] = {"count": total, "by_tier": by_tier}
+            if ids:
+                details["id_range"] = [ids[0], ids[-1]]
+            if source:
+                details["source"] = source
+            if self.embedder is not None:
+                details["embedder"] = self.embedder.name
+            self._append_audit(
+                action="ingest",
+                record_ids=[],
+                operator=operator,
+                reason=None,
+                details=details,
+            )
+            if progress:
+                progress(total, total)
+            return ids
+
+    def reindex_vectors(
+        self,
+        embedder: Embedder | None,
+        *,
+        operator: str | None = None,
+        progress: Progress | None = None,
+    ) -> int:
+        """Recompute every record's vector with ``embedder`` (None drops them all); audited."""
+        total = self.record_count()
+        with self._write():
+            self._conn.execute("DELETE FROM vectors")
+            self.embedder = embedder
+            self._set_embedder_meta(embedder)
+            done = 0
+            if embedder is not None:
+                last = 0
+                while True:
+                    chunk = self._conn.execute(
+                        "SELECT id, content FROM records WHERE id > ? ORDER BY id LIMIT 512",
+                        (last,),
+                    ).fetchall()
+                    if not chunk:
+                        break
+                    self._store_vectors([(r[0], r[1]) for r in chunk])
+                    last = chunk[-1][0]
+                    done += len(chunk)
+                    if progress:
+                        progress(done, total)
+            self._append_audit(
+                action="reindex",
+                record_ids=[],
+                operator=operator,
+                details={
+                    "count": done,
+                    "embedder": embedder.name if embedder else None,
+                    "dim": embedder.dim if embedder else None,
+                },
+            )
+        return done
+
+    # ------------------------------------------------------------------ forget
+
+    def _existing(self, record_id: int) -> MemoryRecord:
+        try:
+            key = int(record_id)
+        except (TypeError, ValueError):
+            raise MemoryStoreError(f"record id must be a whole number, got {record_id!r}") from None
+        row = self._conn.execute(
+            f"SELECT {_RECORD_COLUMNS} FROM records WHERE id = ?", (key,)
+        ).fetchone()
+        if row is None:
+            raise MemoryStoreError(f"no record with id {key}")
+        return _row_to_record(row)
+
+    def forget(self, record_id: int, *, reason: str, operator: str | None = None) -> bool:
+        """Erase one record: row, index entries and vector; audited.
+
+        Returns whether erasure was verified: the record is gone from the table,
+        the full-text index and the vectors, and the WAL was checkpointed so no
+        old page with its content survives in the file.
+        """
+        _require_reason(reason)
+        with self._write():
+            record = self._existing(record_id)
+            self._conn.execute("DELETE FROM records WHERE id = ?", (record.id,))
+            self._purge_index()
+            checks = self._erasure_checks([record])
+            event_id = self._append_audit(
+                action="forget",
+                record_ids=[record.id],
+                operator=operator,
+                tier=record.tier,
+                record_type=record.record_type,
+                signature=record.signature,
+                reason=reason,
+                details={"count": 1, "erasure": checks},
+            )
+        return self._finish_erasure(event_id, [record.id], checks, operator)
+
+    def forget_scope(self, *, engagement: str, reason: str, operator: str | None = None) -> int:
+        """Forget every record of one engagement in one transaction with one audit event.
+
+        Tactics are not engagement-scoped and stay. Returns the number forgotten.
+        """
+        _require_reason(reason)
+        _require_text(engagement=engagement)
+        with self._write():
+            rows = self._conn.execute(
+                f"SELECT {_RECORD_COLUMNS} FROM records WHERE engagement = ? ORDER BY id",
+                (engagement,),
+            ).fetchall()
+            if not rows:
+                raise MemoryStoreError(f"engagement {engagement!r} has no records to forget")
+            records = [_row_to_record(r) for r in rows]
+            by_tier: dict[str, dict[str, int]] = {}
+            for record in records:
+                tier = by_tier.setdefault(record.tier, {})
+                tier[record.record_type] = tier.get(record.record_type, 0) + 1
+            self._conn.execute("DELETE FROM records WHERE engagement = ?", (engagement,))
+            self._purge_index()
+            checks = self._erasure_checks(records)
+            ids = [r.id for r in records]
+            event_id = self._append_audit(
+                action="forget-scope",
+                record_ids=ids,
+                operator=operator,
+                reason=reason,
+                details={
+                    "scope": {"engagement_records": len(ids)},
+                    "count": len(ids),
+                    "by_tier": by_tier,
+                    "erasure": checks,
+                },
+            )
+        self._finish_erasure(event_id, ids, checks, operator)
+        return len(records)
+
+    def _purge_index(self) -> None:
+        # 'optimize' merges the index into one segment, dropping the deleted
+        # postings and delete markers; with secure_delete on, the freed pages
+        # are zeroed.
+        self._conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+
+    def _erasure_checks(self, records: Sequence[MemoryRecord]) -> dict[str, bool]:
+        ids = [r.id for r in records]
+        row_gone = index_gone = vector_gone = True
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            if self._conn.execute(
+                f"SELECT 1 FROM records WHERE id IN ({marks}) LIMIT 1", chunk
+            ).fetchone():
+                row_gone = False
+            if self._conn.execute(
+                f"SELECT 1 FROM vectors WHERE record_id IN ({marks}) LIMIT 1", chunk
+            ).fetchone():
+                vector_gone = False
+        for record in records:
+            probe = _index_probe(record.content)
+            if probe is None:
+                continue
+            hit = self._conn.execute(
+                f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? AND rowid = ?",
+                (probe, record.id),
+            ).fetchone()
+            if hit is not None:
+                index_gone = False
+                break
+        return {"row_gone": row_gone, "index_gone": index_gone, "vector_gone": vector_gone}
+
+    def _finish_erasure(
+        self, event_id: int, ids: Sequence[int], checks: dict[str, bool], operator: str | None
+    ) -> bool:
+        """Truncate the WAL so no old page image survives; audit a failure to do so."""
+        purged, detail = self._checkpoint()
+        verified = purged and all(checks.values())
+        if not purged:
+            with self._write():
+                self._append_audit(
+                    action="erasure-incomplete",
+                    record_ids=ids,
+                    operator=operator,
+                    details={"forget_event": event_id, "problem": detail},
+                )
+        return verified
+
+    def _checkpoint(self) -> tuple[bool, str | None]:
+        if self.path is None:
+            return True, None
+        for attempt in range(CHECKPOINT_RETRIES):
+            with self._lock:
+                busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy == 0:
+                return True, None
+            time.sleep(CHECKPOINT_RETRY_DELAY * (attempt + 1))
+        return False, (
+            "another connection holds a read transaction, so the write-ahead log "
+            "could not be truncated; old page images may remain until it is"
+        )
+
+    def checkpoint(self) -> bool:
+        """Checkpoint and truncate the WAL now; True when it finished."""
+        return self._checkpoint()[0]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def check_filter_key(key: str) -> None:
+    if key not in FILTER_ALLOWLIST:
+        raise MemoryStoreError(
+            f"filter '{key}' is not in the scope-key allowlist "
+            f"({', '.join(sorted(FILTER_ALLOWLIST))})"
+        )
+
+
+def compose_tactic_text(tool: str, url_pattern: str, param: str, technique: str | None) -> str:
+    """Searchable text of a tactic recorded without content of its own."""
+    parts = [tool, url_pattern, f"param {param}"]
+    if technique:
+        parts.append(technique)
+    return " ".join(parts)
+
+
+def tactic_metadata(
+    *,
+    profile_hash: str,
+    tool: str,
+    endpoint: str,
+    param: str,
+    successes: int,
+    attempts: int,
+    proof: str | None = None,
+    technique: str | None = None,
+    targets: Iterable[str] = (),
+    refuted: bool = False,
+    refuted_reason: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A tactic's metadata from recorded counts, as ingest builds it."""
+    meta = dict(extra or {})
+    hashed: list[str] = []
+    for target in targets:
+        value = anonymize_target(target)
+        if value not in hashed:
+            hashed.append(value)
+    meta.update(
+        {
+            "signature": tactic_signature(profile_hash, tool, endpoint, param),
+            "param_name": param,
+            "bypass_technique": technique,
+            "evidence_grade": "proven" if proof and not refuted else "hypothesis",
+            "targets_seen": hashed,
+            "refuted": refuted,
+        }
+    )
+    if proof:
+        meta["proof"] = proof
+    _apply_counts(meta, successes, attempts)
+    if refuted:
+        meta["confidence"] = 0.0
+        if refuted_reason:
+            meta["refuted_reason"] = refuted_reason
+    return meta
+
+
+def _apply_counts(meta: dict[str, Any], successes: int, attempts: int) -> None:
+    meta["total_attempts"] = attempts
+    meta["total_successes"] = successes
+    meta["success_rate"] = successes / attempts if attempts else None
+    bound = wilson_lower_bound(successes, attempts)
+    meta["confidence"] = bound if bound is not None else 0.0
+
+
+def _row_to_record(row: sqlite3.Row) -> MemoryRecord:
+    return MemoryRecord(
+        id=row["id"],
+        tier=row["tier"],
+        record_type=row["record_type"],
+        content=row["content"],
+        profile_hash=row["profile_hash"],
+        engagement=row["engagement"],
+        run_id=row["run_id"],
+        tool_name=row["tool_name"],
+        url_pattern=row["url_pattern"],
+        metadata=json.loads(row["metadata"] or "{}"),
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        refuted=bool(row["refuted"]),
+        signature=row["signature"],
+    )
+
+
+def _audit_row(row: sqlite3.Row) -> dict[str, Any]:
+    data = dict(row)
+    data["record_ids"] = json.loads(data["record_ids"])
+    data["details"] = json.loads(data["details"])
+    return data
+
+
+def _expiry(value: str | datetime | None) -> str | None:
+    try:
+        return normalize_timestamp(value)
+    except ValueError as exc:
+        raise MemoryStoreError(f"expires_at: {exc}") from None
+
+
+def _require_text(**values: Any) -> None:
+    for name, value in values.items():
+        if not isinstance(value, str) or not value.strip():
+            raise MemoryStoreError(f"{name} is required and must be non-empty text")
+
+
+def _require_reason(reason: str) -> None:
+    if not isinstance(reason, str) or not reason.strip():
+        raise MemoryStoreError("a reason is required: say why, it goes into the audit log")
+
+
+_PROBE_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _index_probe(content: str) -> str | None:
+    """An FTS5 query matching any of the first distinct words of ``content``."""
+    words: list[str] = []
+    for word in _PROBE_WORD.findall(content.lower()):
+        if word not in words:
+            words.append(word)
+        if len(words) == 8:
+            break
+    if not words:
+        return None
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    statements: list[str] = []
+    buffer: list[str] = []
+    for line in script.strip().splitlines():
+        buffer.append(line)
+        candidate = "\n".join(buffer).strip()
+        if candidate.endswith(";") and sqlite3.complete_statement(candidate):
+            statements.append(candidate)
+            buffer = []
+    if "\n".join(buffer).strip():
+        statements.append("\n".join(buffer).strip())
+    return statements
+
+
+def _uri_path(path: Path) -> str:
+    from urllib.parse import quote
+
+    return quote(str(path.resolve()), safe="/")
