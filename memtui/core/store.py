@@ -237,9 +237,7 @@ class MemoryStore:
             mode = "ro" if self.read_only else "rwc"
             uri = f"file:{_uri_path(self.path)}?mode={mode}"
             try:
-                conn = sqlite3.connect(
-                    uri, uri=True, isolation_level=None, check_same_thread=False
-                )
+                conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
             except sqlite3.Error as exc:
                 raise MemoryStoreError(f"cannot open {self.path}: {exc}") from None
         conn.row_factory = sqlite3.Row
@@ -545,7 +543,9 @@ class MemoryStore:
         details: dict[str, Any] | None = None,
     ) -> int:
         """Append one chained audit event; call only inside a write transaction."""
-        last = self._conn.execute("SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1").fetchone()
+        last = self._conn.execute(
+            "SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1"
+        ).fetchone()
         prev_hash = last[0] if last else GENESIS_HASH
         row = {
             "at": self.now_text(),
@@ -863,9 +863,7 @@ class MemoryStore:
         """
         _require_text(finding_id=finding_id, run_id=run_id, engagement=engagement, title=title)
         if severity not in SEVERITIES:
-            raise MemoryStoreError(
-                f"severity {severity!r} is not one of {', '.join(SEVERITIES)}"
-            )
+            raise MemoryStoreError(f"severity {severity!r} is not one of {', '.join(SEVERITIES)}")
         meta = dict(metadata or {})
         meta.update(
             {
@@ -928,9 +926,7 @@ class MemoryStore:
     ) -> int:
         """A note, observation or reference; tactics and findings have their own writers."""
         if record_type in ("tactic", "finding"):
-            raise MemoryStoreError(
-                f"use record_success / record_finding to write a {record_type}"
-            )
+            raise MemoryStoreError(f"use record_success / record_finding to write a {record_type}")
         _require_text(content=content)
         with self._write():
             return self._insert_record(

@@ -1,0 +1,201 @@
+"""Helpers shared by every command: opening stores, output, common options."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from memtui.core.corpus import CorpusError
+from memtui.core.embed import EmbedderError, resolve_embedder
+from memtui.core.records import MemoryRecord, parse_timestamp
+from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
+from memtui.render import escape_controls
+
+EXPECTED_ERRORS = (MemoryStoreError, CorpusError, EmbedderError)
+
+
+class DefaultCommandGroup(click.Group):
+    """A group that runs ``default_command`` when the first word is not a subcommand."""
+
+    def __init__(self, *args: Any, default_command: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.default_command = default_command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        for index, arg in enumerate(args):
+            if arg in ("--help", "-h"):
+                break
+            if arg.startswith("-"):
+                continue
+            if arg not in self.commands:
+                args = [*args[:index], self.default_command, *args[index:]]
+            break
+        return super().parse_args(ctx, args)
+
+
+class ErrorReportingGroup(DefaultCommandGroup):
+    """Expected failures become one line on stderr and exit status 1, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EXPECTED_ERRORS as exc:
+            raise click.ClickException(escape_controls(str(exc))) from None
+
+
+def fixed_clock() -> Callable[[], datetime] | None:
+    """A clock pinned by ``MEMTUI_NOW`` (ISO-8601), for reproducible runs; else None."""
+    value = os.environ.get("MEMTUI_NOW")
+    if not value:
+        return None
+    try:
+        moment = parse_timestamp(value)
+    except ValueError as exc:
+        raise click.ClickException(f"MEMTUI_NOW: {exc}") from None
+    return lambda: moment
+
+
+def open_store(
+    path: str | Path,
+    *,
+    read_only: bool = False,
+    embedder: str | None = None,
+    operator: str | None = None,
+) -> MemoryStore:
+    return MemoryStore(
+        path,
+        read_only=read_only,
+        clock=fixed_clock(),
+        embedder=resolve_embedder(embedder) if embedder else None,
+        operator=operator,
+    )
+
+
+def console() -> Console:
+    """A console that prints no markup and, when piped, is wide enough for a table."""
+    width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))
+    return Console(soft_wrap=False, highlight=False, markup=False, emoji=False, width=width)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
+
+
+def record_state(record: MemoryRecord, store: MemoryStore) -> str:
+    if record.refuted:
+        return "refuted"
+    if record.is_expired(store.now()):
+        return "expired"
+    return "live"
+
+
+def record_json(record: MemoryRecord, store: MemoryStore) -> dict[str, Any]:
+    """The one record shape every ``--json`` output uses."""
+    return {
+        "id": record.id,
+        "tier": record.tier,
+        "record_type": record.record_type,
+        "content": record.content,
+        "scope": {
+            "profile_hash": record.profile_hash,
+            "engagement": record.engagement,
+            "run_id": record.run_id,
+            "tool_name": record.tool_name,
+            "url_pattern": record.url_pattern,
+        },
+        "created_at": record.created_at,
+        "expires_at": record.expires_at,
+        "state": record_state(record, store),
+        "signature": record.signature,
+        "metadata": record.metadata,
+    }
+
+
+def counts_text(record: MemoryRecord) -> str:
+    meta = record.metadata
+    if "total_attempts" in meta:
+        return f"{meta.get('total_successes', 0)}/{meta.get('total_attempts', 0)}"
+    return ""
+
+
+def short_time(value: str | None) -> str:
+    return value[:16].replace("T", " ") if value else ""
+
+
+def confirm_or_abort(question: str, assume_yes: bool) -> None:
+    if assume_yes:
+        return
+    if not sys.stdin.isatty() and os.environ.get("MEMTUI_ASSUME_TTY") != "1":
+        raise click.ClickException(
+            "refusing to erase without confirmation: no terminal to ask; pass --yes"
+        )
+    if not click.confirm(question, default=False):
+        raise click.ClickException("cancelled; nothing was changed")
+
+
+operator_option = click.option(
+    "--operator",
+    envvar="MEMTUI_OPERATOR",
+    default=None,
+    help="Who is acting, for the audit log (default: $MEMTUI_OPERATOR, then the OS user).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
+db_argument = click.argument("db", type=click.Path(dir_okay=False, path_type=Path))
+
+
+def scope_filters(
+    tier: str | None,
+    record_type: str | None,
+    profile: str | None,
+    engagement: str | None,
+    run_id: str | None,
+    tool: str | None,
+    extra: tuple[str, ...],
+) -> dict[str, str]:
+    filters = {
+        key: value
+        for key, value in (
+            ("tier", tier),
+            ("record_type", record_type),
+            ("profile_hash", profile),
+            ("engagement", engagement),
+            ("run_id", run_id),
+            ("tool_name", tool),
+        )
+        if value is not None
+    }
+    for item in extra:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.ClickException(f"--filter takes KEY=VALUE, got {item!r}")
+        filters[key.strip()] = value
+    return filters
+
+
+def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--tier", default=None, help="working, episodic, longterm or knowledge."),
+        click.option("--type", "record_type", default=None, help="Record type, e.g. tactic."),
+        click.option("--profile", default=None, help="Stack profile hash."),
+        click.option("--engagement", default=None, help="Engagement name."),
+        click.option("--run", "run_id", default=None, help="Run id."),
+        click.option("--tool", default=None, help="Tool name."),
+        click.option(
+            "--filter",
+            "extra",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help=f"Any allowlisted scope key: {', '.join(sorted(FILTER_ALLOWLIST))}.",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
