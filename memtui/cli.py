@@ -29,6 +29,7 @@ from memtui.commands.common import (
     scope_filters,
     short_time,
 )
+from memtui.commands.lanes import lanes
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import DEFAULT_EMBEDDER_NAME, resolve_embedder
 from memtui.core.store import MemoryStore
@@ -330,6 +331,8 @@ def demo(db: Path | None, summary: bool) -> None:
 
     run_app(path, read_only=False, operator=None, clock=fixed_clock())
 
+
+main.add_command(lanes)
 
 if __name__ == "__main__":
     main()

@@ -131,14 +131,15 @@ def short_time(value: str | None) -> str:
 
 
 def confirm_or_abort(question: str, assume_yes: bool) -> None:
+    """Ask before erasing; no answer (end of input) counts as no."""
     if assume_yes:
         return
-    if not sys.stdin.isatty() and os.environ.get("MEMTUI_ASSUME_TTY") != "1":
-        raise click.ClickException(
-            "refusing to erase without confirmation: no terminal to ask; pass --yes"
-        )
-    if not click.confirm(question, default=False):
-        raise click.ClickException("cancelled; nothing was changed")
+    try:
+        answer = click.confirm(question, default=False, err=True)
+    except click.Abort:
+        answer = False
+    if not answer:
+        raise click.ClickException("not confirmed; nothing was changed (--yes skips the question)")
 
 
 operator_option = click.option(

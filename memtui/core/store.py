@@ -201,6 +201,7 @@ class MemoryStore:
         self.default_operator = operator
         self.last_event_id: int | None = None
         self._lock = threading.RLock()
+        self._busy_timeout_ms = int(busy_timeout_ms)
         if not fts5_available():
             raise MemoryStoreError(
                 f"this Python's SQLite {sqlite3.sqlite_version} was built without FTS5, "
@@ -994,6 +995,8 @@ class MemoryStore:
                 batch.clear()
 
             for done, row in enumerate(rows, start=1):
+                if row.get("tier") not in TIERS:
+                    raise MemoryStoreError(f"record {done - 1}: unknown tier {row.get('tier')!r}")
                 batch.append(
                     {
                         "tier": row["tier"],
@@ -1227,9 +1230,15 @@ class MemoryStore:
     def _checkpoint(self) -> tuple[bool, str | None]:
         if self.path is None:
             return True, None
+        # The checkpoint waits for readers through the busy handler; keep each
+        # wait short so that a pinned WAL costs a bounded, reported delay.
         for attempt in range(CHECKPOINT_RETRIES):
             with self._lock:
-                busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                self._conn.execute("PRAGMA busy_timeout = 50")
+                try:
+                    busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                finally:
+                    self._conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
             if busy == 0:
                 return True, None
             time.sleep(CHECKPOINT_RETRY_DELAY * (attempt + 1))

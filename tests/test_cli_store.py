@@ -1,0 +1,194 @@
+import json
+
+import pytest
+from click.testing import CliRunner
+from conftest import SAMPLE_CORPUS
+
+from memtui.cli import main
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    monkeypatch.setenv("MEMTUI_NOW", "2026-11-30T12:00:00Z")
+    monkeypatch.setenv("MEMTUI_OPERATOR", "cli-tester")
+    return CliRunner()
+
+
+@pytest.fixture
+def cli_db(runner, tmp_path):
+    db = tmp_path / "cli.db"
+    result = runner.invoke(main, ["ingest", str(SAMPLE_CORPUS), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return db
+
+
+def one_error_line(result) -> str:
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_ingest_reports_counts(runner, tmp_path):
+    db = tmp_path / "x.db"
+    result = runner.invoke(main, ["ingest", str(SAMPLE_CORPUS), "--db", str(db)])
+    assert result.exit_code == 0
+    assert "ingested 72 records" in result.output
+    assert "longterm 18" in result.output
+
+
+def test_malformed_corpus_is_one_line_and_loads_nothing(runner, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"tier": "working", "record_type": "note", "content": "a"}, {"tier": "x"}]')
+    db = tmp_path / "x.db"
+    line = one_error_line(runner.invoke(main, ["ingest", str(bad), "--db", str(db)]))
+    assert "record 1: unknown tier 'x'" in line
+    assert not db.exists()
+
+
+def test_records_json_has_one_shape(runner, cli_db):
+    result = runner.invoke(main, ["records", str(cli_db), "--tier", "longterm", "--json"])
+    data = json.loads(result.output)
+    assert len(data) == 17
+    assert set(data[0]) >= {
+        "id",
+        "tier",
+        "record_type",
+        "content",
+        "scope",
+        "created_at",
+        "expires_at",
+        "state",
+        "metadata",
+    }
+    assert all(r["state"] == "live" for r in data)
+    everything = json.loads(runner.invoke(main, ["records", str(cli_db), "--all", "--json"]).output)
+    assert {r["state"] for r in everything} == {"live", "refuted", "expired"}
+
+
+def test_records_table_lists_content(runner, cli_db):
+    result = runner.invoke(main, ["records", str(cli_db), "--engagement", "globex-retest"])
+    assert result.exit_code == 0
+    assert "zephyrquokka" in result.output
+
+
+def test_unknown_filter_is_refused(runner, cli_db):
+    line = one_error_line(
+        runner.invoke(main, ["records", str(cli_db), "--filter", "hostname=db01"])
+    )
+    assert "filter 'hostname' is not in the scope-key allowlist" in line
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: None, "no database at"),
+        (lambda p: p.write_bytes(b"\x00garbage" * 100), "is not a SQLite database"),
+    ],
+)
+def test_bad_database_files_are_one_line(runner, tmp_path, make, message):
+    path = tmp_path / "target.db"
+    make(path)
+    line = one_error_line(runner.invoke(main, ["records", str(path)]))
+    assert message in line
+
+
+def test_forget_asks_and_cancel_changes_nothing(runner, cli_db):
+    result = runner.invoke(main, ["forget", str(cli_db), "1", "--reason", "r"], input="n\n")
+    assert result.exit_code != 0
+    assert "nothing was changed" in result.output
+    audit = json.loads(runner.invoke(main, ["audit", str(cli_db), "--json"]).output)
+    assert [e["action"] for e in audit] == ["ingest"]
+
+
+def test_forget_with_confirmation_erases_and_audits(runner, cli_db):
+    result = runner.invoke(main, ["forget", str(cli_db), "1", "--reason", "wrong"], input="y\n")
+    assert result.exit_code == 0, result.output
+    assert "erasure verified" in result.output and "audit event #2" in result.output
+    ids = [
+        r["id"]
+        for r in json.loads(runner.invoke(main, ["records", str(cli_db), "--all", "--json"]).output)
+    ]
+    assert 1 not in ids
+    audit = json.loads(runner.invoke(main, ["audit", str(cli_db), "--json"]).output)
+    assert audit[0]["action"] == "forget" and audit[0]["operator"] == "cli-tester"
+    assert audit[0]["reason"] == "wrong"
+
+
+def test_forget_missing_id_is_one_line(runner, cli_db):
+    line = one_error_line(
+        runner.invoke(main, ["forget", str(cli_db), "999", "--reason", "r", "--yes"])
+    )
+    assert "no record with id 999" in line
+
+
+def test_refute_non_tactic_is_refused(runner, cli_db):
+    rows = json.loads(
+        runner.invoke(main, ["records", str(cli_db), "--type", "finding", "--json"]).output
+    )
+    line = one_error_line(
+        runner.invoke(main, ["refute", str(cli_db), str(rows[0]["id"]), "--reason", "r"])
+    )
+    assert "not a tactic" in line
+
+
+def test_refute_then_audit_verify(runner, cli_db):
+    result = runner.invoke(
+        main, ["refute", str(cli_db), "1", "--reason", "patched", "--operator", "ana"]
+    )
+    assert result.exit_code == 0 and "audit event #2" in result.output
+    verify = runner.invoke(main, ["audit", "verify", str(cli_db)])
+    assert verify.exit_code == 0 and "audit chain verified: 2 events" in verify.output
+    table = runner.invoke(main, ["audit", str(cli_db)])
+    assert "refute" in table.output and "ana" in table.output and "chain verified" in table.output
+
+
+def test_forget_scope_shows_blast_radius_and_needs_confirmation(runner, cli_db):
+    refused = runner.invoke(
+        main,
+        ["forget-scope", str(cli_db), "--engagement", "globex-retest", "--reason", "r"],
+        input="n\n",
+    )
+    assert refused.exit_code != 0
+    assert "episodic/finding" in refused.output
+    done = runner.invoke(
+        main,
+        ["forget-scope", str(cli_db), "--engagement", "globex-retest", "--reason", "r", "--yes"],
+    )
+    assert done.exit_code == 0 and "forgot" in done.output
+    left = json.loads(
+        runner.invoke(
+            main, ["records", str(cli_db), "--engagement", "globex-retest", "--all", "--json"]
+        ).output
+    )
+    assert left == []
+
+
+def test_control_characters_never_reach_the_terminal(runner, tmp_path):
+    corpus = tmp_path / "hostile.json"
+    corpus.write_text(
+        json.dumps(
+            [
+                {
+                    "tier": "working",
+                    "record_type": "note",
+                    "content": "\x1b[2J\x1b]52;c;SGVsbG8=\x07 [bold red]hi[/]",
+                }
+            ]
+        )
+    )
+    db = tmp_path / "h.db"
+    assert runner.invoke(main, ["ingest", str(corpus), "--db", str(db)]).exit_code == 0
+    out = runner.invoke(main, ["records", str(db)]).output
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b[2J" in out and "[bold red]hi[/]" in out
+    raw = json.loads(runner.invoke(main, ["records", str(db), "--json"]).output)
+    assert raw[0]["content"].startswith("\x1b[2J")
+
+
+def test_demo_summary_builds_the_sample(runner, tmp_path):
+    db = tmp_path / "demo.db"
+    result = runner.invoke(main, ["demo", "--summary", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert "engagements: acme-2026-q4, globex-retest" in result.output

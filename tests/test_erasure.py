@@ -1,0 +1,141 @@
+"""Forget means gone: the forgotten words are not in the database's bytes."""
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import fixed_clock
+
+from memtui.core.embed import HashEmbedder
+from memtui.core.store import MemoryStore, MemoryStoreError
+
+CANARY = "zqxjvortex"  # a rare prefix, so FTS5's prefix compression keeps it findable
+CANARY2 = "qwphlumbix"
+
+
+def file_bytes(path: Path) -> bytes:
+    data = b""
+    for suffix in ("", "-wal"):
+        part = Path(str(path) + suffix)
+        if part.exists():
+            data += part.read_bytes()
+    return data
+
+
+def occurrences(path: Path, word: str) -> dict[str, int]:
+    """Counts of the whole word and of its tail (the index may keep only a suffix)."""
+    data = file_bytes(path)
+    return {"word": data.count(word.encode()), "tail": data.count(word[3:].encode())}
+
+
+def _populate(store: MemoryStore, n: int = 300) -> None:
+    for i in range(n):
+        store.add_record(
+            tier="episodic",
+            record_type="observation",
+            content=f"observation {i} about host {i % 17} with banner nginx {i % 5}",
+            engagement="acme" if i % 2 else "globex",
+        )
+
+
+def test_forget_leaves_no_copy_in_file_or_wal(db_path):
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder()) as store:
+        _populate(store)
+        target = store.add_record(
+            tier="working",
+            record_type="note",
+            content=f"the password reset token leaks via {CANARY} header",
+            metadata={"note": f"seen {CANARY} twice"},
+            engagement="acme",
+        )
+        _populate(store, 50)
+        before = occurrences(db_path, CANARY)
+        assert before["word"] >= 1 and before["tail"] >= 2, "the test must see the word first"
+        assert store.forget(target, reason="leaked secret", operator="ana") is True
+        assert occurrences(db_path, CANARY) == {"word": 0, "tail": 0}
+        assert store.get(target) is None
+        assert store.vector_of(target) is None
+        hits = store.query("SELECT rowid FROM records_fts WHERE records_fts MATCH ?", (CANARY,))
+        assert hits == []
+        event = store.audit_events()[0]
+        assert event["action"] == "forget"
+        assert event["details"]["erasure"] == {
+            "index_gone": True,
+            "row_gone": True,
+            "vector_gone": True,
+        }
+        assert CANARY not in repr(event)
+    assert occurrences(db_path, CANARY) == {"word": 0, "tail": 0}
+
+
+def test_forget_scope_erases_every_record_of_the_engagement(db_path):
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        _populate(store)
+        store.record_success(
+            profile_hash="a:b:c", tool="sqlmap", endpoint="/x", param="q", content="tactic stays"
+        )
+        for i in range(5):
+            store.add_record(
+                tier="episodic",
+                record_type="observation",
+                content=f"{CANARY2} marker {i}",
+                engagement="doomed",
+            )
+        assert occurrences(db_path, CANARY2)["word"] >= 1
+        total = store.record_count()
+        assert store.forget_scope(engagement="doomed", reason="contract ended") == 5
+        assert store.record_count() == total - 5
+        assert store.fetch(engagement="doomed", include_expired=True, include_refuted=True) == []
+        assert len(store.fetch(record_type="tactic")) == 1
+        assert occurrences(db_path, CANARY2) == {"word": 0, "tail": 0}
+        events = store.audit_events()
+        assert len(events) == 1 and events[0]["action"] == "forget-scope"
+        assert events[0]["details"]["count"] == 5 and len(events[0]["record_ids"]) == 5
+    assert occurrences(db_path, CANARY2) == {"word": 0, "tail": 0}
+
+
+def test_without_the_purge_the_word_would_survive(db_path):
+    """The byte check can fail: a DELETE without secure_delete leaves the word behind."""
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        _populate(store)
+        target = store.add_record(tier="working", record_type="note", content=f"a {CANARY} b")
+    conn = sqlite3.connect(db_path)
+    conn.execute("PRAGMA secure_delete = OFF")
+    conn.execute("DELETE FROM records WHERE id = ?", (target,))
+    conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    assert occurrences(db_path, CANARY)["tail"] >= 1
+
+
+def test_forget_reports_unverified_when_a_reader_pins_the_wal(db_path, monkeypatch):
+    from memtui.core import store as store_module
+
+    monkeypatch.setattr(store_module, "CHECKPOINT_RETRIES", 2)
+    monkeypatch.setattr(store_module, "CHECKPOINT_RETRY_DELAY", 0.001)
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        _populate(store, 20)
+        target = store.add_record(tier="working", record_type="note", content=f"x {CANARY}")
+        reader = sqlite3.connect(db_path)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM records").fetchone()
+        try:
+            assert store.forget(target, reason="r") is False
+        finally:
+            reader.rollback()
+            reader.close()
+        actions = [e["action"] for e in store.audit_events()]
+        assert actions == ["erasure-incomplete", "forget"]
+        assert store.audit_events()[0]["details"]["problem"].startswith("another connection")
+        assert store.checkpoint() is True
+    assert occurrences(db_path, CANARY) == {"word": 0, "tail": 0}
+
+
+def test_forgetting_a_missing_id_is_an_error_and_writes_nothing(store):
+    with pytest.raises(MemoryStoreError, match="no record with id 42"):
+        store.forget(42, reason="x")
+    with pytest.raises(MemoryStoreError, match="has no records"):
+        store.forget_scope(engagement="nobody", reason="x")
+    with pytest.raises(MemoryStoreError, match="reason is required"):
+        store.forget(1, reason="")
+    assert store.audit_events() == []
