@@ -30,6 +30,8 @@ from memtui.commands.common import (
     short_time,
 )
 from memtui.commands.lanes import lanes
+from memtui.commands.search import reindex, search
+from memtui.commands.maintenance import check, compact, reindex_text
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import DEFAULT_EMBEDDER_NAME, resolve_embedder
 from memtui.core.store import MemoryStore
@@ -333,6 +335,13 @@ def demo(db: Path | None, summary: bool) -> None:
 
 
 main.add_command(lanes)
+
+main.add_command(search)
+main.add_command(reindex)
+
+main.add_command(check)
+main.add_command(compact)
+main.add_command(reindex_text)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,57 @@
+"""Commands that check and maintain a database file: check, compact, reindex-text."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from memtui.commands.common import db_argument, emit_json, json_option, open_store, operator_option
+from memtui.core.check import check_database
+from memtui.render import escape_controls
+
+
+@click.command()
+@db_argument
+@json_option
+def check(db: Path, as_json: bool) -> None:
+    """Check DB: SQLite and FTS5 integrity, index and vector counts, audit chain, schema.
+
+    Exits 1 with one line per problem; notes do not fail the check.
+    """
+    report = check_database(db)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        for finding in report.findings:
+            line = f"{finding.severity}: {finding.check}: {escape_controls(finding.message)}"
+            click.echo(line, err=finding.severity == "problem")
+        if report.ok:
+            click.echo(f"ok: {', '.join(report.passed)}")
+    if not report.ok:
+        sys.exit(1)
+
+
+@click.command()
+@db_argument
+@operator_option
+def compact(db: Path, operator: str | None) -> None:
+    """Rewrite DB without free pages, so no old deleted content survives in them."""
+    with open_store(db, operator=operator) as store:
+        result = store.compact()
+        event = store.last_event_id
+    click.echo(
+        f"compacted {db}: {result['free_pages_before']} free pages removed (audit event #{event})"
+    )
+
+
+@click.command("reindex-text")
+@db_argument
+@operator_option
+def reindex_text(db: Path, operator: str | None) -> None:
+    """Rebuild DB's full-text index from its records."""
+    with open_store(db, operator=operator) as store:
+        count = store.rebuild_text_index()
+        event = store.last_event_id
+    click.echo(f"rebuilt the full-text index over {count} records (audit event #{event})")
