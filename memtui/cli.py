@@ -30,8 +30,8 @@ from memtui.commands.common import (
     short_time,
 )
 from memtui.commands.lanes import lanes
-from memtui.commands.search import reindex, search
 from memtui.commands.maintenance import check, compact, reindex_text
+from memtui.commands.search import reindex, search
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import DEFAULT_EMBEDDER_NAME, resolve_embedder
 from memtui.core.store import MemoryStore
@@ -153,6 +153,22 @@ def refute(db: Path, record_id: int, reason: str, operator: str | None) -> None:
     with open_store(db, operator=operator) as store:
         event = store.refute(record_id, reason=reason)
     click.echo(f"refuted tactic #{record_id} (audit event #{event})")
+
+
+@main.command()
+@db_argument
+@click.argument("record_id", type=int)
+@click.argument("field")
+@click.option("--reason", required=True, help="Why: written to the audit log.")
+@operator_option
+def reveal(db: Path, record_id: int, field: str, reason: str, operator: str | None) -> None:
+    """Show one masked metadata FIELD of a record (e.g. session_cookie); audited."""
+    with open_store(db, operator=operator) as store:
+        value = store.reveal(record_id, field, reason=reason)
+        event = store.last_event_id
+    shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    click.echo(escape_controls(shown))
+    click.echo(f"(revealed {field} of record #{record_id}; audit event #{event})", err=True)
 
 
 @main.command()

@@ -16,6 +16,7 @@ from rich.console import Console
 from memtui.core.corpus import CorpusError
 from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.records import MemoryRecord, parse_timestamp
+from memtui.core.secrets import mask_metadata
 from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
 from memtui.render import escape_controls
 
@@ -115,7 +116,7 @@ def record_json(record: MemoryRecord, store: MemoryStore) -> dict[str, Any]:
         "expires_at": record.expires_at,
         "state": record_state(record, store),
         "signature": record.signature,
-        "metadata": record.metadata,
+        "metadata": mask_metadata(record.metadata),
     }
 
 

@@ -33,6 +33,7 @@ from memtui.core.records import (
     normalize_timestamp,
     tactic_signature,
 )
+from memtui.core.secrets import secret_paths, value_at
 from memtui.core.stats import wilson_lower_bound
 
 SCHEMA_VERSION = 1
@@ -1100,6 +1101,34 @@ class MemoryStore:
                 },
             )
         return done
+
+    def reveal(
+        self, record_id: int, field: str, *, reason: str, operator: str | None = None
+    ) -> Any:
+        """Return one masked metadata field's value, writing a ``reveal`` audit event.
+
+        The event names the record and the field, never the value.
+        """
+        _require_reason(reason)
+        with self._write():
+            record = self._existing(record_id)
+            if field not in secret_paths(record.metadata):
+                raise MemoryStoreError(
+                    f"record #{record.id} has no masked field {field!r}; "
+                    f"masked fields: {', '.join(secret_paths(record.metadata)) or 'none'}"
+                )
+            value = value_at(record.metadata, field)
+            self._append_audit(
+                action="reveal",
+                record_ids=[record.id],
+                operator=operator,
+                tier=record.tier,
+                record_type=record.record_type,
+                signature=record.signature,
+                reason=reason,
+                details={"field": field},
+            )
+        return value
 
     def rebuild_text_index(self, *, operator: str | None = None) -> int:
         """Rebuild the full-text index from the records table; audited. Returns rows indexed."""

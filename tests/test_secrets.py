@@ -1,0 +1,89 @@
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from memtui.cli import main
+from memtui.core.corpus import prepare_corpus
+from memtui.core.secrets import is_secret_key, mask_metadata, secret_paths
+from memtui.core.store import MemoryStore, MemoryStoreError
+
+SECRET = "sess-4f1c9e-supersecret"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "password",
+        "db_password",
+        "secret",
+        "client_secret",
+        "token",
+        "access_token",
+        "api_key",
+        "apiKey",
+        "API-KEY",
+        "credentials",
+        "session_cookie",
+        "Authorization",
+    ],
+)
+def test_secret_looking_names_are_recognised(name):
+    assert is_secret_key(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["param_name", "severity", "url", "tool", "passage", "bypass_technique"]
+)
+def test_ordinary_names_are_not(name):
+    assert not is_secret_key(name)
+
+
+def test_masking_reaches_nested_fields_and_hides_the_value():
+    meta = {"headers": {"Authorization": "Bearer abc"}, "items": [{"token": "t1"}], "url": "u"}
+    masked = mask_metadata(meta)
+    assert "abc" not in json.dumps(masked) and "t1" not in json.dumps(masked)
+    assert masked["url"] == "u"
+    assert secret_paths(meta) == ["headers.Authorization", "items[0].token"]
+
+
+@pytest.fixture
+def secret_db(tmp_path):
+    path = tmp_path / "s.db"
+    with MemoryStore(path) as store:
+        store.ingest(
+            prepare_corpus(
+                [
+                    {
+                        "tier": "episodic",
+                        "record_type": "observation",
+                        "content": "login captured",
+                        "metadata": {"session_cookie": SECRET, "host": "shop.acme.example"},
+                    }
+                ]
+            )
+        )
+    return path
+
+
+def test_json_output_masks_and_reveal_is_audited(secret_db):
+    runner = CliRunner()
+    listed = runner.invoke(main, ["records", str(secret_db), "--json"]).output
+    assert SECRET not in listed
+    assert json.loads(listed)[0]["metadata"]["host"] == "shop.acme.example"
+    shown = runner.invoke(
+        main, ["reveal", str(secret_db), "1", "session_cookie", "--reason", "replay check"]
+    )
+    assert shown.exit_code == 0 and SECRET in shown.output
+    audit = json.loads(runner.invoke(main, ["audit", str(secret_db), "--json"]).output)
+    assert audit[0]["action"] == "reveal" and audit[0]["details"] == {"field": "session_cookie"}
+    assert SECRET not in json.dumps(audit)
+
+
+def test_reveal_refuses_fields_that_are_not_masked(secret_db):
+    with MemoryStore(secret_db) as store:
+        with pytest.raises(MemoryStoreError, match="no masked field 'host'"):
+            store.reveal(1, "host", reason="curious")
+        with pytest.raises(MemoryStoreError, match="reason is required"):
+            store.reveal(1, "session_cookie", reason="")
+        assert [e["action"] for e in store.audit_events()] == ["ingest"]
