@@ -26,6 +26,8 @@ def wilson_interval(hits: int, n: int, z: float = 1.96) -> tuple[float, float] |
     """Both ends of the Wilson score interval, for drawing it; None when ``n`` is 0."""
     if n <= 0:
         return None
+    if hits < 0 or hits > n:
+        raise ValueError(f"hits must be between 0 and n ({hits} of {n})")
     phat = hits / n
     z2 = z * z
     denom = 1 + z2 / n

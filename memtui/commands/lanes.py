@@ -1,0 +1,352 @@
+"""`memtui lanes DB --profile P`: the structured retrieval lanes as tables or JSON."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from memtui.commands.common import console, db_argument, emit_json, json_option, open_store
+from memtui.core.lanes import (
+    DEFAULT_MIN_DENOMINATOR,
+    DEFAULT_MIN_SIMILARITY,
+    host_history,
+    learned_tactics,
+    negative_evidence,
+    profile_priors,
+    similar_profiles,
+)
+from memtui.render import one_line, safe_text
+
+NO_DATA = "no data"
+HYPOTHESIS_MARK = "HYPOTHESIS — re-verify"
+PROVEN_MARK = "proven"
+BAR_WIDTH = 20
+MAX_IDS_SHOWN = 8
+
+
+def _number(value: float | None) -> Text:
+    if value is None:
+        return Text(NO_DATA, style="dim")
+    return Text(f"{value:.4f}")
+
+
+def _ratio(hits: int, n: int) -> str:
+    return f"{hits}/{n}"
+
+
+def _ids(record_ids: list[int]) -> str:
+    shown = ", ".join(f"#{i}" for i in record_ids[:MAX_IDS_SHOWN])
+    extra = len(record_ids) - MAX_IDS_SHOWN
+    return shown + (f" (+{extra})" if extra > 0 else "")
+
+
+def _cell(value: float, width: int) -> int:
+    return min(width - 1, max(0, math.floor(value * width)))
+
+
+def interval_bar(
+    interval: tuple[float, float] | list[float] | None,
+    rate: float | None,
+    width: int = BAR_WIDTH,
+) -> Text:
+    """The Wilson interval drawn on 0..1: ``━`` spans it, ``●`` marks the raw rate."""
+    if interval is None:
+        return Text(NO_DATA, style="dim")
+    lo, hi = interval
+    first, last = _cell(lo, width), _cell(hi, width)
+    mark = None if rate is None else _cell(rate, width)
+    bar = Text("0▕", style="dim")
+    for index in range(width):
+        if index == mark:
+            bar.append("●", style="bold")
+        elif first <= index <= last:
+            bar.append("━", style="cyan")
+        else:
+            bar.append("·", style="dim")
+    bar.append("▏1", style="dim")
+    return bar
+
+
+def _priors_table(rows: list[dict[str, Any]], title: Text) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("tool", no_wrap=True)
+    table.add_column("hits/n", justify="right", no_wrap=True)
+    table.add_column("raw rate", justify="right", no_wrap=True)
+    table.add_column("Wilson LB", justify="right", no_wrap=True)
+    table.add_column("95% interval on 0..1", no_wrap=True)
+    table.add_column("profiles", justify="right", no_wrap=True)
+    table.add_column("record ids", overflow="fold")
+    for row in rows:
+        table.add_row(
+            one_line(row["tool"], 40),
+            _ratio(row["hits"], row["n"]),
+            _number(row["rate"]),
+            _number(row["wilson"]),
+            interval_bar(row["interval"], row["rate"]),
+            str(len(row["profiles"])),
+            _ids(row["record_ids"]),
+        )
+    return table
+
+
+def _tactics_table(rows: list[dict[str, Any]], title: Text) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("grade", no_wrap=True)
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("tool", no_wrap=True)
+    table.add_column("endpoint", overflow="fold", max_width=32)
+    table.add_column("param", overflow="fold", max_width=16)
+    table.add_column("technique", max_width=24)
+    table.add_column("hits/n", justify="right", no_wrap=True)
+    table.add_column("rate", justify="right", no_wrap=True)
+    table.add_column("Wilson LB", justify="right", no_wrap=True)
+    table.add_column("content", overflow="fold", ratio=1)
+    for row in rows:
+        mark = (
+            Text(HYPOTHESIS_MARK, style="bold yellow")
+            if row["hypothesis"]
+            else Text(PROVEN_MARK, style="green")
+        )
+        table.add_row(
+            mark,
+            str(row["record_id"]),
+            one_line(row["tool"] or "", 40),
+            one_line(row["endpoint"] or "", 60),
+            one_line(row["param"] or "", 40),
+            one_line(row["technique"] or "", 60),
+            _ratio(row["hits"], row["n"]),
+            _number(row["rate"]),
+            _number(row["wilson"]),
+            one_line(row["content"], 200),
+        )
+    return table
+
+
+def _negative_table(rows: list[dict[str, Any]], title: Text) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("tool", no_wrap=True)
+    table.add_column("hits/n", justify="right", no_wrap=True)
+    table.add_column("denominator", justify="right", no_wrap=True)
+    table.add_column("advice", no_wrap=True)
+    table.add_column("profiles", justify="right", no_wrap=True)
+    table.add_column("record ids", overflow="fold")
+    for row in rows:
+        table.add_row(
+            one_line(row["tool"], 40),
+            _ratio(row["hits"], row["n"]),
+            str(row["n"]),
+            Text(row["advice"], style="yellow"),
+            str(len(row["profiles"])),
+            _ids(row["record_ids"]),
+        )
+    return table
+
+
+def _history_table(rows: list[dict[str, Any]], title: Text) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("id", justify="right", no_wrap=True)
+    table.add_column("finding", no_wrap=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("run", no_wrap=True)
+    table.add_column("type", no_wrap=True)
+    table.add_column("url", overflow="fold")
+    table.add_column("title", overflow="fold", min_width=30, ratio=1)
+    for row in rows:
+        table.add_row(
+            str(row["record_id"]),
+            one_line(row["finding_id"] or "", 30),
+            one_line(row["severity"] or "", 12),
+            one_line(row["run_id"] or "", 30),
+            one_line(row["type"] or "", 30),
+            one_line(row["url"] or "", 120),
+            one_line(row["title"], 200),
+        )
+    return table
+
+
+def _title(*parts: str | Text) -> Text:
+    """A table title; untrusted parts arrive as ``safe_text`` already."""
+    out = Text(style="bold")
+    for part in parts:
+        out.append(part if isinstance(part, Text) else Text(part))
+    return out
+
+
+def _note(out: Console, message: str | Text) -> None:
+    text = message if isinstance(message, Text) else Text(message)
+    text.stylize("italic")
+    out.print(text)
+
+
+def _jsonable_priors(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {**row, "interval": None if row["interval"] is None else list(row["interval"])}
+        for row in rows
+    ]
+
+
+@click.command()
+@db_argument
+@click.option("--profile", "profile", required=True, help="Stack fingerprint, e.g. a:b:c:d:e:f.")
+@click.option("--engagement", default=None, help="Show this engagement's earlier findings.")
+@click.option(
+    "--current-run",
+    "current_run",
+    default=None,
+    help="The run in progress: its findings stay out of the host history.",
+)
+@click.option(
+    "--min-denominator",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MIN_DENOMINATOR,
+    show_default=True,
+    help="Fewest pooled tries before a zero-hit tool counts as negative evidence.",
+)
+@click.option(
+    "--min-similarity",
+    type=click.FloatRange(0.0, 1.0),
+    default=DEFAULT_MIN_SIMILARITY,
+    show_default=True,
+    help="Pool priors over profiles at least this similar.",
+)
+@click.option(
+    "--per-tool-cap",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Most learned tactics shown per tool.",
+)
+@json_option
+def lanes(
+    db: Path,
+    profile: str,
+    engagement: str | None,
+    current_run: str | None,
+    min_denominator: int,
+    min_similarity: float,
+    per_tool_cap: int,
+    as_json: bool,
+) -> None:
+    """Priors, learned tactics, negative evidence and host history for a profile.
+
+    Advisory data with record ids (provenance); it authorizes nothing. Host
+    history needs --engagement.
+    """
+    if current_run is not None and engagement is None:
+        raise click.UsageError("--current-run needs --engagement (it filters the host history)")
+    with open_store(db, read_only=True) as store:
+        known_profiles = store.profiles()
+        known_engagements = store.engagements()
+        pooled = similar_profiles(store, profile, min_similarity=min_similarity)
+        priors = profile_priors(store, profile, min_similarity=min_similarity)
+        tactics = learned_tactics(store, profile, per_tool_cap=per_tool_cap)
+        negative = negative_evidence(
+            store, profile, min_denominator=min_denominator, min_similarity=min_similarity
+        )
+        history = host_history(store, engagement, current_run) if engagement is not None else []
+    profile_known = profile in known_profiles
+    if as_json:
+        data: dict[str, Any] = {
+            "profile": profile,
+            "known_profile": profile_known,
+            "min_similarity": min_similarity,
+            "min_denominator": min_denominator,
+            "pooled_profiles": pooled,
+            "engagement": engagement,
+            "current_run": current_run,
+            "priors": _jsonable_priors(priors),
+            "learned_tactics": tactics,
+            "negative_evidence": negative,
+            "host_history": history,
+        }
+        if not profile_known:
+            data["known_profiles"] = known_profiles
+        emit_json(data)
+        return
+
+    out = console()
+    shown_profile = safe_text(profile)
+    if not profile_known:
+        note = Text("note: no record has exactly the profile ")
+        note.append(shown_profile)
+        note.append(
+            "; learned tactics are empty and the priors pool only similar profiles. "
+            "Known profiles: "
+        )
+        note.append(safe_text(", ".join(known_profiles) or "(none)"))
+        _note(out, note)
+        out.print()
+
+    others = [p for p in pooled if p["profile_hash"] != profile]
+    if others:
+        pooled_note = Text(
+            f"pooled: this profile and {len(others)} similar one(s) "
+            f"(similarity ≥ {min_similarity}): "
+        )
+        pooled_note.append(
+            safe_text(", ".join(f"{p['profile_hash']} ({p['similarity']:.2f})" for p in others))
+        )
+    else:
+        pooled_note = Text(
+            f"pooled: this profile only (no other profile has similarity ≥ {min_similarity})"
+        )
+    if priors:
+        out.print(_priors_table(priors, _title("priors for ", shown_profile)))
+    else:
+        _note(out, _title("priors for ", shown_profile, ": no live tactic to pool"))
+    _note(out, pooled_note)
+    _note(out, "priors order work; they are not plan entries. Ranked by Wilson lower bound.")
+    out.print()
+
+    if tactics:
+        out.print(
+            _tactics_table(
+                tactics,
+                _title(
+                    "learned tactics for exactly ",
+                    shown_profile,
+                    f" (proven first, at most {per_tool_cap} per tool)",
+                ),
+            )
+        )
+        if any(t["hypothesis"] for t in tactics):
+            _note(out, f"{HYPOTHESIS_MARK}: not proven; verify before relying on it.")
+    else:
+        _note(out, _title("learned tactics: none recorded for exactly ", shown_profile))
+    out.print()
+
+    negative_title = f"negative evidence (zero hits over at least {min_denominator} pooled tries)"
+    if negative:
+        out.print(_negative_table(negative, _title(negative_title)))
+        _note(out, "deprioritize means try it later, not never: zero hits is not proof.")
+    else:
+        _note(out, f"{negative_title}: none")
+    out.print()
+
+    if engagement is None:
+        _note(out, "host history: not shown; pass --engagement E to list its earlier findings.")
+        return
+    shown_engagement = safe_text(engagement)
+    if engagement not in known_engagements:
+        note = Text("note: no record belongs to engagement ")
+        note.append(shown_engagement)
+        note.append("; known engagements: ")
+        note.append(safe_text(", ".join(known_engagements) or "(none)"))
+        _note(out, note)
+    excluded = "false positives, info findings"
+    if current_run is not None:
+        excluded = f"run {current_run}, {excluded}"
+    history_title = _title("host history for ", shown_engagement, " (without ")
+    history_title.append(safe_text(excluded))
+    history_title.append(")")
+    if history:
+        out.print(_history_table(history, history_title))
+    else:
+        history_title.append(": no findings")
+        _note(out, history_title)
