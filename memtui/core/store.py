@@ -456,6 +456,13 @@ class MemoryStore:
                 out[record.id] = record
         return out
 
+    def data_version(self) -> int:
+        """SQLite's ``data_version``: changes when another connection commits.
+
+        Cheap enough to poll, so a view can refresh when a live agent writes.
+        """
+        return self.query("PRAGMA data_version")[0][0]
+
     def record_count(self) -> int:
         return self.query("SELECT count(*) FROM records")[0][0]
 
