@@ -36,9 +36,11 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 class HashEmbedder:
     """Deterministic word-hashing embedder (keeps vocabulary, not meaning).
 
-    Each lowercased word is hashed to one of ``dim`` buckets with a sign, the
-    counts are summed and the vector is L2-normalized. Texts without words map
-    to the zero vector.
+    Each lowercased word is hashed to one of ``dim`` buckets, the counts are
+    summed and the vector is L2-normalized. Texts without words map to the zero
+    vector. Buckets are unsigned: with signed hashing two colliding words of one
+    text cancel out and unrelated texts get negative cosines; here every cosine
+    is in [0, 1] and 0 means "no word (or bucket) in common".
     """
 
     def __init__(self, dim: int = 256) -> None:
@@ -47,16 +49,14 @@ class HashEmbedder:
         self.dim = dim
         self.name = f"hash-{dim}"
 
-    def _bucket(self, word: str) -> tuple[int, float]:
+    def _bucket(self, word: str) -> int:
         digest = hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest()
-        value = int.from_bytes(digest, "little")
-        return value % self.dim, (1.0 if (value >> 63) & 1 else -1.0)
+        return int.from_bytes(digest, "little") % self.dim
 
     def embed_one(self, text: str) -> list[float]:
         vector = [0.0] * self.dim
         for word in _WORD.findall(text.lower()):
-            index, sign = self._bucket(word)
-            vector[index] += sign
+            vector[self._bucket(word)] += 1.0
         norm = math.sqrt(sum(v * v for v in vector))
         if norm:
             vector = [v / norm for v in vector]
