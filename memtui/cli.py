@@ -332,8 +332,24 @@ def build_demo_db(path: Path) -> MemoryStore:
     help="Where to build the demo database (default: the user data folder).",
 )
 @click.option("--summary", is_flag=True, help="Print a summary instead of opening the app.")
-def demo(db: Path | None, summary: bool) -> None:
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the byte-stable JSON walkthrough of the sample corpus here instead.",
+)
+def demo(db: Path | None, summary: bool, out: Path | None) -> None:
     """Build a database from the sample corpus and open it."""
+    if out is not None:
+        from memtui.walkthrough import render_walkthrough
+
+        text = render_walkthrough(sample_corpus_path())
+        if str(out) == "-":
+            click.echo(text, nl=False)
+        else:
+            out.write_text(text, encoding="utf-8")
+            click.echo(f"wrote the walkthrough to {out}")
+        return
     path = db or demo_db_path()
     with build_demo_db(path) as store:
         counts = store.tier_counts()
