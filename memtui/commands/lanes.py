@@ -100,13 +100,10 @@ def _tactics_table(rows: list[dict[str, Any]], title: Text) -> Table:
     table.add_column("grade", no_wrap=True)
     table.add_column("id", justify="right", no_wrap=True)
     table.add_column("tool", no_wrap=True)
-    table.add_column("endpoint", overflow="fold", max_width=32)
-    table.add_column("param", overflow="fold", max_width=16)
-    table.add_column("technique", max_width=24)
+    table.add_column("endpoint · param · technique", overflow="fold", min_width=16, max_width=34)
     table.add_column("hits/n", justify="right", no_wrap=True)
-    table.add_column("rate", justify="right", no_wrap=True)
     table.add_column("Wilson LB", justify="right", no_wrap=True)
-    table.add_column("content", overflow="fold", ratio=1)
+    table.add_column("content", overflow="fold", min_width=20, ratio=1)
     for row in rows:
         mark = (
             Text(HYPOTHESIS_MARK, style="bold yellow")
@@ -117,11 +114,11 @@ def _tactics_table(rows: list[dict[str, Any]], title: Text) -> Table:
             mark,
             str(row["record_id"]),
             one_line(row["tool"] or "", 40),
-            one_line(row["endpoint"] or "", 60),
-            one_line(row["param"] or "", 40),
-            one_line(row["technique"] or "", 60),
+            one_line(
+                " · ".join(str(p) for p in (row["endpoint"], row["param"], row["technique"]) if p),
+                120,
+            ),
             _ratio(row["hits"], row["n"]),
-            _number(row["rate"]),
             _number(row["wilson"]),
             one_line(row["content"], 200),
         )
@@ -155,8 +152,8 @@ def _history_table(rows: list[dict[str, Any]], title: Text) -> Table:
     table.add_column("severity", no_wrap=True)
     table.add_column("run", no_wrap=True)
     table.add_column("type", no_wrap=True)
-    table.add_column("url", overflow="fold")
-    table.add_column("title", overflow="fold", min_width=30, ratio=1)
+    table.add_column("url", overflow="fold", min_width=16, max_width=36)
+    table.add_column("title", overflow="fold", min_width=24, ratio=1)
     for row in rows:
         table.add_row(
             str(row["record_id"]),
