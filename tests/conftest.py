@@ -6,10 +6,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import HashEmbedder
 from memtui.core.store import MemoryStore
+
+# Property tests draw the same examples on every run, so a red run reproduces.
+settings.register_profile("memtui", derandomize=True, deadline=None)
+settings.load_profile("memtui")
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = ROOT / "sample_corpus" / "memory-corpus.json"

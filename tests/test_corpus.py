@@ -182,3 +182,9 @@ def test_a_failing_ingest_leaves_the_database_untouched(db_path):
         assert st.record_count() == 1
         assert st.audit_events() == []
         assert st.query("SELECT name FROM sqlite_master WHERE name = 'records_ai'")
+
+
+def test_a_lone_surrogate_in_a_corpus_is_refused():
+    data = json.loads('[{"tier": "working", "record_type": "note", "content": "a\\ud800b"}]')
+    with pytest.raises(CorpusError, match="record 0: 'content' holds a lone surrogate"):
+        prepare_corpus(data)

@@ -81,3 +81,9 @@ def test_merge_is_the_weighted_sum_and_stays_in_range(keyword, vector, w):
     merged = merge_score(keyword, vector, weights)
     assert merged == pytest.approx(w * keyword + (1.0 - w) * vector)
     assert -1e-12 <= merged <= 1.0 + 1e-12
+
+
+def test_a_lone_surrogate_in_a_query_is_a_separator(fuzz_store):
+    """Found by the fuzzer: '\\ud800' used to reach SQLite and fail to encode."""
+    assert sanitize_query("sql\ud800injection") == "sql injection"
+    assert hybrid_search(fuzz_store, "\ud800").results == []

@@ -86,6 +86,7 @@ def prepare_corpus(data: Any, *, label: str = "corpus") -> list[dict[str, Any]]:
 def _prepare_record(item: Any) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise CorpusError("must be a JSON object")
+    _reject_surrogates(item)
     tier = item.get("tier")
     if tier is None:
         raise CorpusError("missing field 'tier'")
@@ -211,6 +212,24 @@ def _prepare_finding(item: dict[str, Any], row: dict[str, Any], metadata: dict[s
             "metadata": meta,
         }
     )
+
+
+def _reject_surrogates(value: Any, where: str = "") -> None:
+    """JSON can spell lone surrogates (``"\\ud800"``), which are not storable text."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise CorpusError(
+                f"{where or 'a value'} holds a lone surrogate (invalid Unicode text)"
+            ) from None
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            _reject_surrogates(key, f"a key in '{where}'" if where else "a key")
+            _reject_surrogates(inner, f"{where}.{key}" if where else f"'{key}'")
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            _reject_surrogates(inner, f"{where}[{index}]")
 
 
 def _text(item: dict[str, Any], key: str) -> str:

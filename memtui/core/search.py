@@ -37,7 +37,8 @@ _VOCAB_INSTANCE = "records_vocab_instance"
 _SCRATCH = "memtui_query_tokens"
 _SCRATCH_VOCAB = "memtui_query_tokens_vocab"
 
-_NOT_BAREWORD = re.compile(r"[^0-9A-Za-z_\u0080-\U0010ffff]+")
+# Lone surrogates (U+D800..U+DFFF) are not text at all: they become separators too.
+_NOT_BAREWORD = re.compile(r"[^0-9A-Za-z_\u0080-\ud7ff\ue000-\U0010ffff]+")
 _TOKENIZE_OPTION = re.compile(
     r"\btokenize\s*=\s*('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[A-Za-z0-9_]+)", re.IGNORECASE
 )
