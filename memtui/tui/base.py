@@ -1,0 +1,92 @@
+"""What every tab shares: access to the store and errors from workers made visible."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, cast
+
+from textual.containers import Container
+from textual.widget import Widget
+from textual.widgets import Select
+from textual.worker import Worker, WorkerState
+
+from memtui.core.store import MemoryStore
+from memtui.render import escape_controls
+from memtui.tui.format import cell, middle_truncate
+
+if TYPE_CHECKING:
+    from memtui.tui.app import MemtuiApp
+
+
+def fill_select(select: Select[str], values: list[str], value: str | None) -> None:
+    """Options of a Select as literal one-line labels, both ends kept to fit its width.
+
+    Profile fingerprints differ at their ends (``…:rest:flask`` / ``…:rest:django``), so
+    labels are cut in the middle. Does not post ``Select.Changed``.
+    """
+    width = max(select.size.width - 8, 12) if select.size.width else 40
+    with select.prevent(Select.Changed):
+        select.set_options([(cell(middle_truncate(v, width), 200), v) for v in values])
+        if value is not None and value in values:
+            select.value = value
+
+
+def report_worker_error(widget: Widget, worker: Worker) -> None:
+    """Show a failed worker's error as a notification: never swallowed."""
+    error = worker.error
+    what = worker.name or (worker.description or "background work").split("(")[0]
+    message = escape_controls(str(error)) if error is not None else "unknown error"
+    widget.app.notify(
+        message,
+        title=f"{what} failed",
+        severity="error",
+        timeout=12,
+        markup=False,
+    )
+
+
+class ReportsWorkerErrors:
+    """Mixin for any widget (or the app) that starts workers: failures become notifications.
+
+    ``Worker.StateChanged`` does not bubble, so each node that starts workers needs this.
+    """
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            report_worker_error(cast(Widget, self), event.worker)
+            self.worker_failed(event.worker)
+
+    def worker_failed(self, worker: Worker) -> None:
+        """Hook: undo a 'working…' state after a failure."""
+
+
+class Pane(ReportsWorkerErrors, Container):
+    """One tab's content: knows the store and reports its workers' errors."""
+
+    @property
+    def memtui(self) -> MemtuiApp:
+        return cast("MemtuiApp", self.app)
+
+    @property
+    def store(self) -> MemoryStore:
+        return self.memtui.store
+
+    def now(self) -> datetime:
+        return self.store.now()
+
+    _focus_on_show: Callable[[], None] | None = None
+
+    def focus_main(self) -> None:
+        """Move focus to the tab's main widget."""
+
+    def focus_when_shown(self, focus: Callable[[], None]) -> None:
+        self._focus_on_show = focus
+
+    def on_show(self) -> None:
+        if self._focus_on_show is not None:
+            focus, self._focus_on_show = self._focus_on_show, None
+            focus()
+
+    def reload(self) -> None:
+        """Re-read everything this tab shows from the database."""

@@ -1,0 +1,90 @@
+"""The command palette (ctrl+p): memtui's commands, following the current tab and selection."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from memtui.core.secrets import secret_paths
+
+if TYPE_CHECKING:
+    from memtui.tui.app import MemtuiApp
+
+
+class MemtuiCommands(Provider):
+    """Switch tabs, search, refute, forget, toggle hidden records, verify the audit, quit."""
+
+    @property
+    def memtui(self) -> MemtuiApp:
+        return cast("MemtuiApp", self.app)
+
+    def commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        app = self.memtui
+        items: list[tuple[str, Callable[[], object], str]] = [
+            ("Browse tab", partial(app.action_switch_tab, "browse"), "Tiers, scopes and records"),
+            ("Search tab", partial(app.action_switch_tab, "search"), "Results and breakdowns"),
+            ("Lanes tab", partial(app.action_switch_tab, "lanes"), "Priors, tactics, history"),
+            ("Audit tab", partial(app.action_switch_tab, "audit"), "The audit log"),
+            ("Search", app.action_search, "Focus the query box"),
+        ]
+        record_id = app.current_record_id()
+        if record_id is not None:
+            items += [
+                (
+                    f"Refute record #{record_id}",
+                    partial(app.request_refute, record_id),
+                    "Mark the highlighted tactic refuted (asks for a reason)",
+                ),
+                (
+                    f"Forget record #{record_id}",
+                    partial(app.request_forget, record_id),
+                    "Erase the highlighted record for good (asks for a reason)",
+                ),
+            ]
+        current = app.browse.table.current if app.active_tab == "browse" else None
+        if current is not None and secret_paths(current.metadata):
+            items.append(
+                (
+                    f"Reveal a masked field of record #{current.id}",
+                    partial(app.request_reveal, current.id),
+                    "Show one secret-named metadata value (asks for a reason; audited)",
+                )
+            )
+        node = app.browse.tree.cursor_node if app.active_tab == "browse" else None
+        if node is not None and node.data is not None and node.data.kind == "engagement":
+            items.append(
+                (
+                    "Forget the highlighted engagement",
+                    partial(app.request_forget_engagement, node.data.value),
+                    "Erase every record of it (shows the blast radius first)",
+                )
+            )
+        hidden = app.browse.show_hidden
+        items += [
+            (
+                "Hide refuted and expired records"
+                if hidden
+                else "Show refuted and expired records",
+                app.action_toggle_hidden,
+                "Toggle hidden records in Browse (t)",
+            ),
+            ("Verify the audit chain", app.action_verify_audit, "Re-check every audit hash"),
+            ("Theme", app.action_change_theme, "Change the colour theme"),
+            ("Help: keys", app.action_help, "Every key memtui answers to (?)"),
+            ("Quit", app.exit, "Leave memtui (q)"),
+        ]
+        return items
+
+    async def discover(self) -> Hits:
+        for name, runnable, help_text in self.commands():
+            yield DiscoveryHit(name, runnable, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, runnable, help_text in self.commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), runnable, help=help_text)

@@ -1,0 +1,553 @@
+"""The Search tab: query, scope filters, ranked results with expandable score breakdowns.
+
+What-if weights re-merge the lane scores already in hand (``rerank``), so moving weight
+between the lanes re-ranks at once, without querying again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input, OptionList, Select, Static
+from textual.widgets.option_list import Option
+from textual.worker import Worker, get_current_worker
+
+from memtui.core.records import TIERS, MemoryRecord
+from memtui.core.search import (
+    DEFAULT_WEIGHTS,
+    SearchResponse,
+    explain_keyword,
+    hybrid_search,
+    rerank,
+)
+from memtui.render import escape_controls, one_line, safe_text
+from memtui.tui.base import Pane, fill_select
+from memtui.tui.breakdown import KEYWORD_STYLE, VECTOR_STYLE, render_breakdown, score_text
+from memtui.tui.format import plural, record_state
+
+RESULT_LIMIT = 20
+COMPACT_BELOW_HEIGHT = 32
+"""On shorter terminals the query box and filters lose their borders (one line, not three)."""
+STEP = 1  # tenths of weight moved by [ and ]
+DEFAULT_KEYWORD_TENTHS = round(DEFAULT_WEIGHTS["keyword"] * 10)
+
+
+def weights_from_tenths(keyword_tenths: int) -> dict[str, float]:
+    return {"keyword": keyword_tenths / 10, "vector": (10 - keyword_tenths) / 10}
+
+
+def rank_change(result: Any) -> Text:
+    previous = result.trace.get("previous_rank", result.rank)
+    if previous is None:
+        return Text("new", style="bold cyan")
+    moved = previous - result.rank
+    if moved > 0:
+        return Text(f"↑{moved}", style="bold green")
+    if moved < 0:
+        return Text(f"↓{-moved}", style="bold red")
+    return Text("=", style="dim")
+
+
+class QueryInput(Input):
+    """The query box: ``enter`` runs the search; ``down`` goes to the results."""
+
+    BINDINGS = [
+        Binding("enter", "submit", "Run search", tooltip="Run the search, focus the results"),
+        Binding("down", "results", "Results", show=False, tooltip="Go to the results"),
+    ]
+
+    def action_results(self) -> None:
+        results = self.screen.query_one(ResultList)
+        if results.option_count and results.get_option_at_index(0).id:
+            results.focus()
+
+
+class ResultList(OptionList):
+    """Results best first; ``enter`` expands or collapses a result's breakdown."""
+
+    BINDINGS = [
+        Binding("enter", "select", "Breakdown", tooltip="Expand or collapse the score breakdown"),
+        Binding("r", "refute", "Refute", tooltip="Refute the highlighted tactic"),
+        Binding("f", "forget", "Forget", tooltip="Forget the highlighted record"),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.pane: SearchPane | None = None
+
+    def current_id(self) -> int | None:
+        if self.highlighted is None or self.option_count == 0:
+            return None
+        option = self.get_option_at_index(self.highlighted)
+        return int(option.id) if option.id and option.id.isdigit() else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("refute", "forget", "select"):
+            return True if self.current_id() is not None else None
+        return True
+
+    def action_refute(self) -> None:
+        record_id = self.current_id()
+        if record_id is not None:
+            self.app.request_refute(record_id)  # type: ignore[attr-defined]
+
+    def action_forget(self) -> None:
+        record_id = self.current_id()
+        if record_id is not None:
+            self.app.request_forget(record_id)  # type: ignore[attr-defined]
+
+
+class SearchPane(Pane):
+    """Query box and filters on top, the ranked results below."""
+
+    BINDINGS = [
+        Binding(
+            "left_square_bracket",
+            "shift_weight(1)",
+            "+keyword",
+            key_display="[",
+            tooltip="Move 0.1 of weight from the vector lane to the keyword lane",
+        ),
+        Binding(
+            "right_square_bracket",
+            "shift_weight(-1)",
+            "+vector",
+            key_display="]",
+            tooltip="Move 0.1 of weight from the keyword lane to the vector lane",
+        ),
+        Binding(
+            "equals_sign",
+            "reset_weights",
+            "Defaults",
+            key_display="=",
+            tooltip="Restore the default weights",
+        ),
+    ]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.keyword_tenths = DEFAULT_KEYWORD_TENTHS
+        self.query_text = ""
+        self.filters: dict[str, str] = {}
+        self.base: SearchResponse | None = None
+        self.response: SearchResponse | None = None
+        self.records: dict[int, MemoryRecord] = {}
+        self.expanded: set[int] = set()
+        self.explanations: dict[int, dict[str, Any]] = {}
+        self.searching = False
+        self._generation = 0
+        self._focus_results_on_arrival = False
+        self.choices: tuple[list[str], list[str]] = ([], [])
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="search-bar"):
+            yield QueryInput(
+                placeholder="search memory: words, tools, endpoints (enter runs)", id="query"
+            )
+            yield Select[str](
+                [(t, t) for t in TIERS], prompt="any tier", id="filter-tier", type_to_search=False
+            )
+            yield Select[str](
+                [], prompt="any engagement", id="filter-engagement", type_to_search=False
+            )
+            yield Select[str]([], prompt="any profile", id="filter-profile", type_to_search=False)
+        yield Static(id="search-status")
+        with Vertical(id="results-box") as box:
+            box.border_title = "results"
+            box.border_subtitle = Text("enter: breakdown · [ ] move weight · = defaults")
+            yield Static(self._header(), id="results-header")
+            results = ResultList(id="results")
+            results.pane = self
+            yield results
+
+    @staticmethod
+    def _grid() -> Table:
+        grid = Table.grid(padding=(0, 1), expand=True)
+        grid.add_column(width=1)
+        grid.add_column(width=3, justify="right")
+        grid.add_column(width=4)
+        grid.add_column(width=6, justify="right")
+        grid.add_column(width=2)
+        grid.add_column(width=9)
+        grid.add_column(width=7, justify="right")
+        grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+        return grid
+
+    def _header(self) -> Table:
+        grid = self._grid()
+        grid.add_row(
+            "",
+            Text("#"),
+            Text("Δ"),
+            Text("score"),
+            Text("KV"),
+            Text("tier"),
+            Text("id"),
+            Text("type · content   (K/V: found by the keyword/vector lane)"),
+            style="bold",
+        )
+        return grid
+
+    @property
+    def results(self) -> ResultList:
+        return self.query_one(ResultList)
+
+    def on_mount(self) -> None:
+        self._show_status()
+        self.results.add_option(
+            Option(Text("Type a query above and press enter.", style="dim"), disabled=True)
+        )
+        self._load_filters()
+
+    def focus_main(self) -> None:
+        if self.response is not None and self.response.results:
+            self.results.focus()
+        else:
+            self.focus_query()
+
+    def focus_query(self) -> None:
+        self.query_one("#query", Input).focus()
+
+    def reload(self) -> None:
+        self._load_filters()
+        self.rerun()
+
+    # -- filters
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="search-filters",
+        exit_on_error=False,
+        name="Reading scopes",
+    )
+    def _load_filters(self) -> None:
+        engagements = self.store.engagements()
+        profiles = self.store.profiles()
+        self.app.call_from_thread(self._apply_filters, engagements, profiles)
+
+    def _apply_filters(self, engagements: list[str], profiles: list[str]) -> None:
+        self.choices = (engagements, profiles)
+        self._fill_selects()
+
+    def _fill_selects(self) -> None:
+        engagements, profiles = self.choices
+        for select_id, values in (
+            ("#filter-engagement", engagements),
+            ("#filter-profile", profiles),
+        ):
+            select = self.query_one(select_id, Select)
+            current = select.value if isinstance(select.value, str) else None
+            fill_select(select, values, current)
+
+    def on_resize(self) -> None:
+        compact = self.app.size.height < COMPACT_BELOW_HEIGHT
+        for widget in self.query("#search-bar > *"):
+            widget.compact = compact  # type: ignore[attr-defined]
+        self.set_class(compact, "-compact")
+        if self.choices != ([], []):
+            self._fill_selects()
+
+    @on(Select.Changed)
+    def _filter_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        self.filters = self.current_filters()
+        if self.query_text:
+            self.run_search(self.query_text)
+
+    def current_filters(self) -> dict[str, str]:
+        filters: dict[str, str] = {}
+        for select_id, key in (
+            ("#filter-tier", "tier"),
+            ("#filter-engagement", "engagement"),
+            ("#filter-profile", "profile_hash"),
+        ):
+            value = self.query_one(select_id, Select).value
+            if isinstance(value, str):
+                filters[key] = value
+        return filters
+
+    # -- searching
+
+    @on(Input.Submitted, "#query")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if not text:
+            self.notify("Type something to search for.", severity="warning", timeout=3)
+            return
+        self.expanded.clear()
+        self._focus_results_on_arrival = True
+        self.run_search(text)
+
+    def run_search(self, text: str, *, keep_place: bool = False) -> None:
+        self.query_text = text
+        self.filters = self.current_filters()
+        self._generation += 1
+        self.searching = True
+        self.results.loading = True
+        self._show_status()
+        self._search(self._generation, text, dict(self.filters), keep_place)
+
+    def rerun(self) -> None:
+        """Run the current query again (after a mutation), keeping expansions and place."""
+        if self.query_text:
+            self.run_search(self.query_text, keep_place=True)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False, name="Search")
+    def _search(
+        self, generation: int, text: str, filters: dict[str, str], keep_place: bool
+    ) -> None:
+        store = self.store
+        response = hybrid_search(store, text, limit=RESULT_LIMIT, filters=filters)
+        ids = [c.record_id for c in response.candidates]
+        records = store.get_many(ids)
+        if get_current_worker().is_cancelled:
+            return
+        self.app.call_from_thread(self._apply_search, generation, response, records, keep_place)
+
+    def worker_failed(self, worker: Worker) -> None:
+        if worker.group == "search":
+            self.searching = False
+            self.results.loading = False
+            self._show_status(error=str(worker.error))
+
+    def _apply_search(
+        self,
+        generation: int,
+        response: SearchResponse,
+        records: dict[int, MemoryRecord],
+        keep_place: bool,
+    ) -> None:
+        if generation != self._generation:
+            return
+        self.searching = False
+        self.results.loading = False
+        self.base = response
+        self.records = records
+        self.explanations.clear()
+        if not keep_place:
+            self.expanded.clear()
+        else:
+            self.expanded &= set(records)
+        self._rerank(keep_place=keep_place)
+        if self._focus_results_on_arrival:
+            self._focus_results_on_arrival = False
+            query = self.query_one("#query", Input)
+            if response.results and (query.has_focus or self.app.focused is None):
+                self.results.focus()
+
+    def _rerank(self, *, keep_place: bool = True) -> None:
+        if self.base is None:
+            return
+        weights = weights_from_tenths(self.keyword_tenths)
+        if weights == weights_from_tenths(DEFAULT_KEYWORD_TENTHS):
+            self.response = self.base
+        else:
+            self.response = rerank(self.base, weights)
+        self._render_results(keep_place=keep_place)
+        self._show_status()
+        for record_id in self.expanded:
+            self._ensure_explanation(record_id)
+
+    # -- what-if weights
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("shift_weight", "reset_weights"):
+            return True if self.base is not None else None
+        return True
+
+    def action_shift_weight(self, tenths: int) -> None:
+        if self.base is None:
+            return
+        if self.base.trace.get("fallback"):
+            self.notify(
+                "The vector lane did not run for this search, so weights cannot move: "
+                + escape_controls(str(self.base.trace["fallback"])),
+                title="Keyword only",
+                severity="warning",
+                markup=False,
+            )
+            return
+        new = min(10, max(0, self.keyword_tenths + tenths * STEP))
+        if new == self.keyword_tenths:
+            self.notify("The weights are already at the end of their range.", timeout=2)
+            return
+        self.keyword_tenths = new
+        self._rerank()
+
+    def action_reset_weights(self) -> None:
+        self.keyword_tenths = DEFAULT_KEYWORD_TENTHS
+        self._rerank()
+
+    # -- rendering
+
+    def _render_results(self, *, keep_place: bool) -> None:
+        results = self.results
+        previous = results.current_id() if keep_place else None
+        response = self.response
+        results.clear_options()
+        if response is None:
+            return
+        if not response.results:
+            note = response.trace.get("note") or "No live record matches this query in this scope."
+            results.add_option(Option(safe_text(note, style="dim"), disabled=True))
+            return
+        results.add_options(
+            [Option(self._prompt(result), id=str(result.record_id)) for result in response.results]
+        )
+        index = 0
+        if previous is not None:
+            for i, result in enumerate(response.results):
+                if result.record_id == previous:
+                    index = i
+                    break
+        results.highlighted = index
+
+    def _prompt(self, result: Any) -> Any:
+        assert self.response is not None
+        record = self.records.get(result.record_id)
+        grid = self._grid()
+        expanded = result.record_id in self.expanded
+        marker = "▼" if expanded else "▶"
+        kind = Text()
+        if record is not None:
+            kind.append_text(one_line(record.tier, 9))
+        content = Text()
+        if record is not None:
+            content.append_text(one_line(record.record_type, 12))
+            content.append("  ")
+            content.append_text(one_line(record.content, 300))
+            if record_state(record, self.now()) != "live":
+                content.stylize("dim")
+        else:
+            content.append("(record no longer on file)", style="dim")
+        lanes = Text()
+        lanes.append("K" if result.trace["keyword"]["raw"] is not None else "·", KEYWORD_STYLE)
+        lanes.append("V" if result.trace["vector"]["raw"] is not None else "·", VECTOR_STYLE)
+        grid.add_row(
+            Text(marker, style="dim"),
+            Text(str(result.rank)),
+            rank_change(result),
+            Text(score_text(result.score), style="bold"),
+            lanes,
+            kind,
+            Text(f"#{result.record_id}", style="dim"),
+            content,
+        )
+        if not expanded:
+            return grid
+        explanation = self.explanations.get(result.record_id)
+        breakdown = render_breakdown(result, self.response.trace, explanation)
+        return Group(grid, breakdown)
+
+    def _refresh_option(self, record_id: int) -> None:
+        if self.response is None:
+            return
+        for index, result in enumerate(self.response.results):
+            if result.record_id == record_id:
+                self.results.replace_option_prompt_at_index(index, self._prompt(result))
+                return
+
+    @on(OptionList.OptionSelected, "#results")
+    def _toggle(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if not event.option.id or not event.option.id.isdigit():
+            return
+        record_id = int(event.option.id)
+        if record_id in self.expanded:
+            self.expanded.discard(record_id)
+        else:
+            self.expanded.add(record_id)
+            self._ensure_explanation(record_id)
+        self._refresh_option(record_id)
+        if record_id in self.expanded:
+            self.call_after_refresh(self._scroll_to_expanded)
+
+    def _scroll_to_expanded(self) -> None:
+        results = self.results
+        if results.highlighted is not None:
+            results.scroll_to_highlight(top=True)
+
+    def _ensure_explanation(self, record_id: int) -> None:
+        if record_id in self.explanations or self.response is None:
+            return
+        result = next((r for r in self.response.results if r.record_id == record_id), None)
+        if result is None or result.trace["keyword"]["raw"] is None:
+            return
+        self._explain(self._generation, self.query_text, record_id)
+
+    @work(thread=True, group="explain", exit_on_error=False, name="Explaining BM25")
+    def _explain(self, generation: int, text: str, record_id: int) -> None:
+        try:
+            explanation = explain_keyword(self.store, text, record_id)
+        except Exception as exc:  # shown in the breakdown, and as a notification
+            explanation = {"error": str(exc)}
+            self.app.call_from_thread(
+                self.notify, f"BM25 explanation failed: {exc}", severity="error", markup=False
+            )
+        self.app.call_from_thread(self._apply_explanation, generation, record_id, explanation)
+
+    def _apply_explanation(
+        self, generation: int, record_id: int, explanation: dict[str, Any]
+    ) -> None:
+        if generation != self._generation:
+            return
+        self.explanations[record_id] = explanation
+        self._refresh_option(record_id)
+
+    def _show_status(self, error: str | None = None) -> None:
+        status = self.query_one("#search-status", Static)
+        out = Text(no_wrap=True, overflow="ellipsis")
+        weights = weights_from_tenths(self.keyword_tenths)
+        if error:
+            out.append("search failed: ", style="bold red")
+            out.append_text(safe_text(error, style="red"))
+            status.update(out)
+            return
+        out.append("weights ", style="dim")
+        fallback = self.base.trace.get("fallback") if self.base is not None else None
+        if fallback:
+            out.append("keyword 1.0 · vector 0.0 ", style="bold yellow")
+            out.append("(fallback: keyword only)", style="yellow")
+        else:
+            out.append(f"keyword {weights['keyword']:.1f}", style=f"bold {KEYWORD_STYLE}")
+            out.append(" · ", style="dim")
+            out.append(f"vector {weights['vector']:.1f}", style=f"bold {VECTOR_STYLE}")
+            if self.keyword_tenths == DEFAULT_KEYWORD_TENTHS:
+                out.append(" (default)", style="dim")
+            else:
+                out.append(" (what-if; = restores)", style="bold yellow")
+        out.append("   ")
+        if self.searching:
+            out.append("searching… ", style="bold yellow")
+        elif self.base is not None:
+            trace = self.base.trace
+            shown = len(self.response.results) if self.response else 0
+            out.append(plural(shown, "result"), style="bold")
+            if trace.get("truncated"):
+                out.append(f" of {trace.get('candidates')}", style="bold")
+            pools = trace.get("pools", {})
+            out.append(
+                f" · pools: keyword {pools.get('keyword', {}).get('size', 0)}, "
+                f"vector {pools.get('vector', {}).get('size', 0)}",
+                style="dim",
+            )
+            if trace.get("keyword_lane_error"):
+                out.append(" · keyword lane FAILED", style="bold red")
+            elif not pools.get("keyword", {}).get("size") and trace.get("terms"):
+                out.append(" (no record has every term)", style="dim")
+            excluded = trace.get("excluded") or {}
+            hidden = sum(excluded.values()) if excluded else 0
+            if hidden:
+                out.append(f" · {hidden} refuted/expired/out of scope left out", style="dim")
+        else:
+            out.append("no search yet", style="dim")
+        status.update(out)

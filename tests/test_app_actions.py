@@ -1,0 +1,451 @@
+"""Refute, forget and forget-engagement through their dialogs: one test per destructive flow.
+
+Cancel writes nothing; confirm changes exactly what was shown and writes exactly one
+audit event with the reason; an empty reason is refused; read-only refuses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Button, Input
+
+from memtui.core.store import MemoryStore
+from memtui.tui.app import make_app
+from memtui.tui.audit_view import AuditPane
+from memtui.tui.browse import RecordTable, ScopeTree
+from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog, RevealDialog
+from memtui.tui.search_view import ResultList, SearchPane
+from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def sample_path(tmp_path: Path) -> Path:
+    return build_sample_db(tmp_path / "sample.db")
+
+
+@pytest.fixture
+def store(sample_path: Path):
+    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as opened:
+        yield opened
+
+
+def audit_ids(store: MemoryStore) -> list[int]:
+    return [e["id"] for e in store.audit_events()]
+
+
+async def select_scope(pilot, kind: str, tier: str, value: str) -> None:
+    tree = pilot.app.query_one(ScopeTree)
+    tree.move_cursor(tree.find(kind, tier, value))
+    await settle(pilot)
+    pilot.app.query_one(RecordTable).focus()
+    await pilot.pause()
+
+
+async def type_text(pilot, text: str) -> None:
+    for char in text:
+        await pilot.press("space" if char == " " else char)
+
+
+# ---------------------------------------------------------------- forget
+
+
+async def test_forget_dialog_focus_order_and_cancel_changes_nothing(store: MemoryStore):
+    before = audit_ids(store)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        record = app.query_one(RecordTable).current
+        assert record is not None
+        await pilot.press("f")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmRecordAction)
+        text = screen_text(app)
+        assert f"#{record.id}" in text and record.tier in text and record.record_type in text
+        assert record.content[:40] in text
+        assert "This cannot be undone" in text
+        # Reason first; enter moves to Cancel and never confirms; then the action button.
+        assert app.focused is dialog.query_one("#reason", Input)
+        await type_text(pilot, "no longer needed")
+        await pilot.press("enter")
+        assert app.screen is dialog
+        assert app.focused is dialog.query_one("#cancel", Button)
+        await pilot.press("tab")
+        assert app.focused is dialog.query_one("#confirm", Button)
+        await pilot.press("shift+tab")
+        assert app.focused is dialog.query_one("#cancel", Button)
+        await pilot.press("enter")  # Cancel is the default
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmRecordAction)
+    assert store.get(record.id) is not None
+    assert audit_ids(store) == before
+
+
+@pytest.mark.parametrize("where", ["reason", "cancel", "confirm"])
+async def test_escape_cancels_from_anywhere_in_the_dialog(store: MemoryStore, where: str):
+    before = audit_ids(store)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        record = app.query_one(RecordTable).current
+        await pilot.press("f")
+        await settle(pilot)
+        await type_text(pilot, "reason")
+        app.screen.query_one(f"#{where}").focus()
+        await pilot.pause()
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmRecordAction)
+    assert store.get(record.id) is not None
+    assert audit_ids(store) == before
+
+
+async def test_empty_reason_is_refused(store: MemoryStore):
+    before = audit_ids(store)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        record = app.query_one(RecordTable).current
+        await pilot.press("f")
+        await settle(pilot)
+        await type_text(pilot, "   ")
+        await pilot.press("tab", "tab", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmRecordAction)
+        assert any("reason is required" in n.message for n in app._notifications)
+        assert app.focused is app.screen.query_one("#reason", Input)
+    assert store.get(record.id) is not None
+    assert audit_ids(store) == before
+
+
+async def test_confirm_forget_removes_record_audits_once_and_refreshes(store: MemoryStore):
+    before = audit_ids(store)
+    live_before = store.tier_counts()["working"]
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.query_one(RecordTable)
+        record = table.current
+        assert record is not None and record.tier == "working"
+        await pilot.press("f")
+        await settle(pilot)
+        await type_text(pilot, "client asked for erasure")
+        await pilot.press("tab", "tab")
+        assert app.focused is app.screen.query_one("#confirm", Button)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert store.get(record.id) is None
+        events = store.audit_events()
+        assert [e["id"] for e in events[1:]] == before
+        event = events[0]
+        assert event["action"] == "forget"
+        assert event["record_ids"] == [record.id]
+        assert event["reason"] == "client asked for erasure"
+        assert event["operator"] == "tester"
+        assert any(f"audit event #{event['id']}" in n.message for n in app._notifications)
+        # Every view refreshed: the table, the tree's counts, the audit tab.
+        assert record.id not in [r.id for r in table.records]
+        assert table.cursor_row == 0
+        tree = app.query_one(ScopeTree)
+        working = tree.find("tier", "working", "working")
+        assert working is not None and working.data.live == live_before - 1
+        audit = app.query_one(AuditPane)
+        assert audit.events[0]["id"] == event["id"]
+        await pilot.press("4")
+        await settle(pilot)
+        text = screen_text(app)
+        assert "client asked for erasure" in text and "✓ chain verified" in text
+
+
+async def test_confirm_by_clicking_the_action_button(store: MemoryStore):
+    before = audit_ids(store)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        record = app.query_one(RecordTable).current
+        await pilot.press("f")
+        await settle(pilot)
+        await type_text(pilot, "duplicate")
+        await pilot.click("#confirm")
+        await settle(pilot)
+        assert store.get(record.id) is None
+    assert len(audit_ids(store)) == len(before) + 1
+
+
+async def test_forget_from_search_results_reruns_the_search(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await type_text(pilot, "sql injection")
+        await pilot.press("enter")
+        await settle(pilot)
+        results = app.query_one(ResultList)
+        target = results.current_id()
+        assert target is not None
+        await pilot.press("f")
+        await settle(pilot)
+        await type_text(pilot, "stale finding")
+        await pilot.press("tab", "tab", "enter")
+        await settle(pilot)
+        assert store.get(target) is None
+        pane = app.query_one(SearchPane)
+        assert pane.response is not None
+        assert target not in [r.record_id for r in pane.response.results]
+        assert store.audit_events()[0]["record_ids"] == [target]
+
+
+# ---------------------------------------------------------------- refute
+
+
+async def test_refute_a_tactic(store: MemoryStore):
+    before = audit_ids(store)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_scope(pilot, "tier", "longterm", "longterm")
+        table = app.query_one(RecordTable)
+        tactic = table.current
+        assert tactic is not None and tactic.record_type == "tactic" and not tactic.refuted
+        live_before = store.tier_counts()["longterm"]
+        await pilot.press("r")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmRecordAction)
+        assert app.screen.verb == "refute"
+        await type_text(pilot, "payload patched")
+        await pilot.press("tab", "tab", "enter")
+        await settle(pilot)
+        refuted = store.get(tactic.id)
+        assert refuted is not None and refuted.refuted
+        assert refuted.metadata["evidence_grade"] == "hypothesis"
+        events = store.audit_events()
+        assert [e["id"] for e in events[1:]] == before
+        assert events[0]["action"] == "refute" and events[0]["reason"] == "payload patched"
+        assert tactic.id not in [r.id for r in table.records]
+        tree = app.query_one(ScopeTree)
+        assert tree.find("tier", "longterm", "longterm").data.live == live_before - 1
+
+
+async def test_refute_cancel_changes_nothing(store: MemoryStore):
+    before = audit_ids(store)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await select_scope(pilot, "tier", "longterm", "longterm")
+        tactic = app.query_one(RecordTable).current
+        await pilot.press("r")
+        await settle(pilot)
+        await type_text(pilot, "maybe")
+        await pilot.press("escape")
+        await settle(pilot)
+    assert not store.get(tactic.id).refuted
+    assert audit_ids(store) == before
+
+
+async def test_refute_refuses_a_non_tactic_with_a_notice(store: MemoryStore):
+    before = audit_ids(store)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        record = app.query_one(RecordTable).current
+        assert record.record_type != "tactic"
+        await pilot.press("r")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmRecordAction)
+        assert any("Only tactics can be refuted" in n.message for n in app._notifications)
+    assert audit_ids(store) == before
+
+
+# ---------------------------------------------------------------- forget an engagement
+
+
+async def test_forget_engagement_needs_the_exact_name(store: MemoryStore):
+    before = audit_ids(store)
+    radius = store.blast_radius(engagement="vandelay-soap")
+    total = sum(n for types in radius.values() for n in types.values())
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(ScopeTree)
+        tree.focus()
+        tree.move_cursor(tree.find("engagement", "episodic", "vandelay-soap"))
+        await settle(pilot)
+        await pilot.press("F")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ForgetEngagementDialog)
+        text = screen_text(app)
+        assert f"{total} records will be erased" in text
+        for tier, types in radius.items():
+            for record_type in types:
+                assert tier in text and record_type in text
+        button = dialog.query_one("#confirm", Button)
+        assert app.focused is dialog.query_one("#reason", Input)
+        assert button.disabled
+        await type_text(pilot, "engagement closed")
+        await pilot.press("enter")
+        assert app.focused is dialog.query_one("#confirm-name", Input)
+        await type_text(pilot, "vandelay")
+        assert button.disabled
+        await type_text(pilot, "-soa")
+        assert button.disabled
+        await pilot.press("enter")
+        assert app.focused is dialog.query_one("#cancel", Button)
+        await pilot.press("tab")  # the disabled button cannot take focus
+        assert app.focused is not button
+        await pilot.click("#confirm")
+        await settle(pilot)
+        assert store.blast_radius(engagement="vandelay-soap") == radius
+        dialog.query_one("#confirm-name", Input).focus()
+        await pilot.press("end")
+        await type_text(pilot, "p")
+        assert not button.disabled
+        await pilot.press("tab", "tab")
+        assert app.focused is button
+        await pilot.press("enter")
+        await settle(pilot)
+        assert store.blast_radius(engagement="vandelay-soap") == {}
+        events = store.audit_events()
+        assert [e["id"] for e in events[1:]] == before
+        assert events[0]["action"] == "forget-scope"
+        assert events[0]["reason"] == "engagement closed"
+        assert len(events[0]["record_ids"]) == total
+        assert tree.find("engagement", "episodic", "vandelay-soap").data.kind == "tier"
+
+
+async def test_forget_engagement_cancel_changes_nothing(store: MemoryStore):
+    before = audit_ids(store)
+    radius = store.blast_radius(engagement="globex-retest")
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(ScopeTree)
+        tree.focus()
+        tree.move_cursor(tree.find("engagement", "working", "globex-retest"))
+        await settle(pilot)
+        await pilot.press("F")
+        await settle(pilot)
+        await type_text(pilot, "closing")
+        await pilot.press("enter")
+        await type_text(pilot, "globex-retest")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, ForgetEngagementDialog)
+    assert store.blast_radius(engagement="globex-retest") == radius
+    assert audit_ids(store) == before
+
+
+async def test_forget_engagement_applies_only_on_engagement_nodes(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(ScopeTree)
+        tree.focus()
+        tree.move_cursor(tree.find("tier", "episodic", "episodic"))
+        await settle(pilot)
+        assert tree.check_action("forget_engagement", ()) is None
+        await pilot.press("F")
+        await settle(pilot)
+        assert not isinstance(app.screen, ForgetEngagementDialog)
+
+
+# ---------------------------------------------------------------- reveal
+
+
+async def test_masked_field_is_revealed_only_through_the_audited_dialog(tmp_path: Path):
+    with MemoryStore(tmp_path / "s.db", clock=fixed_clock, operator="tester") as store:
+        record_id = store.add_record(
+            tier="working",
+            record_type="observation",
+            content="logged in as the test user",
+            metadata={"session_cookie": "sid=S3CR3T", "note": "kept"},
+        )
+        app = make_app(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+
+            def detail() -> str:
+                return app.query_one("#detail-body").render().plain  # type: ignore[attr-defined]
+
+            text = screen_text(app)
+            assert "S3CR3T" not in text and "S3CR3T" not in detail()
+            assert "masked: session_cookie" in detail() and "kept" in detail()
+            assert "Reveal" in text.splitlines()[-1]
+            # Cancel writes nothing and shows nothing.
+            await pilot.press("R")
+            await settle(pilot)
+            assert isinstance(app.screen, RevealDialog)
+            await type_text(pilot, "check")
+            await pilot.press("escape")
+            await settle(pilot)
+            assert "S3CR3T" not in screen_text(app) and "S3CR3T" not in detail()
+            assert [e["action"] for e in store.audit_events()] == []
+            # Confirm: one audit event naming the field, never the value.
+            await pilot.press("R")
+            await settle(pilot)
+            await type_text(pilot, "verify the session")
+            await pilot.press("enter", "tab", "enter")
+            await settle(pilot)
+            assert "revealed session_cookie = sid=S3CR3T" in detail()
+            events = store.audit_events()
+            assert len(events) == 1
+            assert events[0]["action"] == "reveal" and events[0]["record_ids"] == [record_id]
+            assert events[0]["details"] == {"field": "session_cookie"}
+            assert "S3CR3T" not in str(events[0])
+
+
+# ---------------------------------------------------------------- read-only
+
+
+async def test_read_only_shows_badge_and_refuses_actions(sample_path: Path):
+    with MemoryStore(sample_path, read_only=True, clock=fixed_clock) as store:
+        before = audit_ids(store)
+        app = make_app(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert "READ-ONLY" in screen_text(app)
+            record = app.query_one(RecordTable).current
+            await pilot.press("f")
+            await settle(pilot)
+            assert not isinstance(app.screen, ConfirmRecordAction)
+            assert any("read-only" in n.message for n in app._notifications)
+            await select_scope(pilot, "tier", "longterm", "longterm")
+            await pilot.press("r")
+            await settle(pilot)
+            assert not isinstance(app.screen, ConfirmRecordAction)
+            tree = app.query_one(ScopeTree)
+            tree.focus()
+            tree.move_cursor(tree.find("engagement", "episodic", "acme-2026-q4"))
+            await settle(pilot)
+            count = len(app._notifications)
+            await pilot.press("F")
+            await settle(pilot)
+            assert not isinstance(app.screen, ForgetEngagementDialog)
+            assert len(app._notifications) == count + 1
+            assert "--read-only" in list(app._notifications)[-1].message
+        assert store.get(record.id) is not None
+        assert audit_ids(store) == before
+
+
+async def test_store_errors_during_an_action_are_shown(store: MemoryStore, monkeypatch):
+    from memtui.core.store import MemoryStoreError
+
+    def busy(*args, **kwargs):
+        raise MemoryStoreError("the database is busy (another process is writing); try again")
+
+    monkeypatch.setattr(store, "forget", busy)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        record = app.query_one(RecordTable).current
+        await pilot.press("f")
+        await settle(pilot)
+        await type_text(pilot, "erase")
+        await pilot.press("tab", "tab", "enter")
+        await settle(pilot)
+        assert any("database is busy" in n.message for n in app._notifications)
+    assert store.get(record.id) is not None

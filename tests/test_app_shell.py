@@ -1,0 +1,179 @@
+"""Launching, help, the command palette, footer keys and small screens."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from textual.command import CommandPalette
+
+from memtui.core.store import MemoryStore, MemoryStoreError
+from memtui.tui import launch
+from memtui.tui.app import MemtuiApp, make_app
+from memtui.tui.browse import RecordTable, ScopeTree
+from memtui.tui.dialogs import ConfirmRecordAction
+from memtui.tui.help import HelpScreen, key_sections
+from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def sample_path(tmp_path: Path) -> Path:
+    return build_sample_db(tmp_path / "sample.db")
+
+
+@pytest.fixture
+def store(sample_path: Path):
+    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as opened:
+        yield opened
+
+
+def test_run_app_refuses_a_missing_database_before_starting(tmp_path: Path):
+    with pytest.raises(MemoryStoreError, match="no database at"):
+        launch.run_app(tmp_path / "nope.db", read_only=False, operator=None, clock=None)
+    assert not (tmp_path / "nope.db").exists()
+
+
+def test_run_app_surfaces_open_errors(tmp_path: Path):
+    bogus = tmp_path / "bogus.db"
+    bogus.write_text("not a database")
+    with pytest.raises(MemoryStoreError, match="not a SQLite database"):
+        launch.run_app(bogus, read_only=True, operator=None, clock=None)
+
+
+def test_cli_reports_open_errors_in_one_line(tmp_path: Path):
+    result = subprocess.run(
+        [sys.executable, "-m", "memtui", str(tmp_path / "missing.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "no database at" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_run_app_opens_the_store_and_runs_the_app(sample_path: Path, monkeypatch):
+    seen = {}
+
+    def fake_run(self: MemtuiApp) -> None:
+        seen["read_only"] = self.store.read_only
+        seen["operator"] = self.operator
+        seen["label"] = self.db_label
+
+    monkeypatch.setattr(MemtuiApp, "run", fake_run)
+    launch.run_app(sample_path, read_only=True, operator="alice", clock=fixed_clock)
+    assert seen == {"read_only": True, "operator": "alice", "label": "sample.db"}
+
+
+async def test_help_lists_every_key(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=(120, 100)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert isinstance(app.screen, HelpScreen)
+        text = screen_text(app)
+        for _, rows in key_sections():
+            for key, what in rows:
+                assert key in text
+                assert what[:30] in text
+        for key in ("1", "2", "3", "4", "/", "?", "q", "r", "f", "F", "t", "[", "]", "=", "v"):
+            assert any(k == key for _, rows in key_sections() for k, _ in rows), key
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_footer_shows_the_keys_of_the_focused_widget(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        assert "Refute" in footer and "Forget" in footer and "Show hidden" in footer
+        assert "Forget engagement" not in footer
+        app.query_one(ScopeTree).focus()
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-1]
+        assert "Refute" not in footer and "Show hidden" in footer
+        await pilot.press("slash")
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        assert "Refute" not in footer and "Quit" not in footer  # q types into the box
+
+
+async def test_command_palette_offers_memtui_commands(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        record = app.query_one(RecordTable).current
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        assert isinstance(app.screen, CommandPalette)
+        for char in "forget record":
+            await pilot.press("space" if char == " " else char)
+        await settle(pilot)
+        await pilot.pause(0.3)
+        text = screen_text(app)
+        assert f"Forget record #{record.id}" in text
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmRecordAction)
+        assert app.screen.record.id == record.id
+        await pilot.press("escape")
+        await settle(pilot)
+        assert store.get(record.id) is not None
+
+
+async def test_command_palette_switches_tabs(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        for char in "audit tab":
+            await pilot.press("space" if char == " " else char)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.active_tab == "audit"
+
+
+async def test_q_quits(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+@pytest.mark.parametrize("tab", ["1", "2", "3", "4"])
+async def test_readable_at_80_by_24(store: MemoryStore, tab: str):
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press(tab)
+        await settle(pilot)
+        text = screen_text(app)
+        lines = text.splitlines()
+        assert len(lines) == 24
+        assert all(len(line) <= 80 for line in lines)
+        assert "palette" in lines[-1]  # the footer is on screen
+        if tab == "1":
+            table = app.query_one(RecordTable)
+            first = table.records[0]
+            assert first.content[:10] in text
+
+
+async def test_wide_terminal_shows_every_column(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        header = screen_text(app)
+        for column in ("id", "type", "tool", "grade", "s/a", "created", "expires", "content"):
+            assert column in header
