@@ -8,34 +8,23 @@ import sys
 from pathlib import Path
 
 import click
-from rich.table import Table
-from rich.text import Text
 
 from memtui.commands.common import (
-    DefaultCommandGroup,
     ErrorReportingGroup,
     confirm_or_abort,
-    console,
-    counts_text,
     db_argument,
-    emit_json,
-    filter_options,
     fixed_clock,
-    json_option,
     open_store,
     operator_option,
-    record_json,
-    record_state,
-    scope_filters,
-    short_time,
 )
 from memtui.commands.lanes import lanes
 from memtui.commands.maintenance import check, compact, reindex_text
 from memtui.commands.search import reindex, search
+from memtui.commands.sources import audit, cache, forget, info, records, refute
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import DEFAULT_EMBEDDER_NAME, resolve_embedder
 from memtui.core.store import MemoryStore
-from memtui.render import escape_controls, one_line, safe_text
+from memtui.render import escape_controls
 
 
 @click.group(cls=ErrorReportingGroup, default_command="open")
@@ -90,73 +79,6 @@ def ingest(corpus: Path, db: Path, embedder: str, operator: str | None) -> None:
 
 @main.command()
 @db_argument
-@filter_options
-@click.option("--all", "show_all", is_flag=True, help="Include refuted and expired records.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N records.")
-@click.option("--after", type=int, default=None, help="Only ids after this one (paging).")
-@json_option
-def records(
-    db: Path,
-    tier: str | None,
-    record_type: str | None,
-    profile: str | None,
-    engagement: str | None,
-    run_id: str | None,
-    tool: str | None,
-    extra: tuple[str, ...],
-    show_all: bool,
-    limit: int | None,
-    after: int | None,
-    as_json: bool,
-) -> None:
-    """List records of DB, filtered by scope."""
-    filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
-    with open_store(db, read_only=True) as store:
-        found = store.fetch(
-            include_refuted=show_all,
-            include_expired=show_all,
-            limit=limit,
-            after_id=after,
-            **filters,
-        )
-        if as_json:
-            emit_json([record_json(r, store) for r in found])
-            return
-        table = Table(title=f"{len(found)} records", title_justify="left")
-        for column in ("id", "tier", "type", "tool", "grade", "s/a", "created", "state"):
-            table.add_column(column, no_wrap=True, min_width=len(column))
-        table.add_column("content", overflow="fold", min_width=30, ratio=1)
-        for record in found:
-            state = record_state(record, store)
-            table.add_row(
-                str(record.id),
-                record.tier,
-                one_line(record.record_type, 20),
-                one_line(record.tool_name or "", 20),
-                record.evidence_grade or "",
-                counts_text(record),
-                short_time(record.created_at),
-                state,
-                one_line(record.content, 160),
-                style="dim" if state != "live" else None,
-            )
-        console().print(table)
-
-
-@main.command()
-@db_argument
-@click.argument("record_id", type=int)
-@click.option("--reason", required=True, help="Why: written to the audit log.")
-@operator_option
-def refute(db: Path, record_id: int, reason: str, operator: str | None) -> None:
-    """Mark a tactic refuted: it stays on file but leaves reads and search."""
-    with open_store(db, operator=operator) as store:
-        event = store.refute(record_id, reason=reason)
-    click.echo(f"refuted tactic #{record_id} (audit event #{event})")
-
-
-@main.command()
-@db_argument
 @click.argument("record_id", type=int)
 @click.argument("field")
 @click.option("--reason", required=True, help="Why: written to the audit log.")
@@ -169,32 +91,6 @@ def reveal(db: Path, record_id: int, field: str, reason: str, operator: str | No
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     click.echo(escape_controls(shown))
     click.echo(f"(revealed {field} of record #{record_id}; audit event #{event})", err=True)
-
-
-@main.command()
-@db_argument
-@click.argument("record_id", type=int)
-@click.option("--reason", required=True, help="Why: written to the audit log.")
-@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
-@operator_option
-def forget(db: Path, record_id: int, reason: str, assume_yes: bool, operator: str | None) -> None:
-    """Erase one record from DB for good (row, index, vector, free pages)."""
-    with open_store(db, operator=operator) as store:
-        record = store.get(record_id)
-        if record is None:
-            raise click.ClickException(f"no record with id {record_id}")
-        preview = escape_controls(record.content[:60])
-        confirm_or_abort(
-            f"Forget {record.tier} {record.record_type} #{record.id} ({preview!r})? "
-            "This cannot be undone",
-            assume_yes,
-        )
-        verified = store.forget(record_id, reason=reason)
-        event = store.last_event_id
-    status = "erasure verified" if verified else "erasure NOT verified: see the audit log"
-    click.echo(f"forgot record #{record_id}: {status} (audit event #{event})")
-    if not verified:
-        sys.exit(3)
 
 
 @main.command("forget-scope")
@@ -221,74 +117,6 @@ def forget_scope(
         count = store.forget_scope(engagement=engagement, reason=reason)
         event = store.last_event_id
     click.echo(f"forgot {count} records of engagement {name!r} (audit event #{event})")
-
-
-@main.group(cls=DefaultCommandGroup, default_command="list", invoke_without_command=False)
-def audit() -> None:
-    """The audit log: `audit DB` lists it, `audit verify DB` checks its hash chain."""
-
-
-@audit.command("list")
-@db_argument
-@click.option("--limit", type=click.IntRange(min=1), default=None)
-@json_option
-def audit_list(db: Path, limit: int | None, as_json: bool) -> None:
-    """List audit events, newest first."""
-    with open_store(db, read_only=True) as store:
-        events = store.audit_events(limit=limit)
-        broken = store.verify_audit()
-    if as_json:
-        emit_json(events)
-        return
-    table = Table(title=f"{len(events)} audit events", title_justify="left")
-    for column in ("#", "at", "operator", "action", "records", "tier", "type", "reason"):
-        table.add_column(column, no_wrap=column != "reason")
-    table.add_column("details", overflow="fold")
-    for event in events:
-        ids = event["record_ids"]
-        shown = ", ".join(str(i) for i in ids[:5]) + (f" (+{len(ids) - 5})" if len(ids) > 5 else "")
-        table.add_row(
-            str(event["id"]),
-            short_time(event["at"]),
-            one_line(event["operator"], 30),
-            event["action"],
-            shown,
-            event["tier"] or "",
-            one_line(event["record_type"] or "", 20),
-            one_line(event["reason"] or "", 80),
-            one_line(json.dumps(event["details"], sort_keys=True), 200),
-        )
-    out = console()
-    out.print(table)
-    out.print(
-        Text("chain verified", style="green")
-        if broken is None
-        else safe_text(f"chain BROKEN: {broken}", style="bold red")
-    )
-
-
-@audit.command("verify")
-@db_argument
-def audit_verify(db: Path) -> None:
-    """Check the audit log's hash chain; exit 1 at the first broken link."""
-    with open_store(db, read_only=True) as store:
-        broken = store.verify_audit()
-        count = len(store.audit_events())
-    if broken is not None:
-        raise click.ClickException(f"audit chain broken: {broken}")
-    click.echo(f"audit chain verified: {count} events")
-
-
-@audit.command("head")
-@db_argument
-def audit_head(db: Path) -> None:
-    """Print the chain head (last event id and hash) to record elsewhere."""
-    with open_store(db, read_only=True) as store:
-        head = store.audit_head()
-    if head is None:
-        click.echo("audit log is empty")
-    else:
-        click.echo(f"{head['id']} {head['hash']}")
 
 
 def sample_corpus_path() -> Path:
@@ -367,6 +195,13 @@ def demo(db: Path | None, summary: bool, out: Path | None) -> None:
 
 
 main.add_command(lanes)
+
+main.add_command(records)
+main.add_command(forget)
+main.add_command(refute)
+main.add_command(audit)
+main.add_command(cache)
+main.add_command(info)
 
 main.add_command(search)
 main.add_command(reindex)

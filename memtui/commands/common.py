@@ -19,6 +19,7 @@ from memtui.core.records import MemoryRecord, parse_timestamp
 from memtui.core.secrets import mask_metadata
 from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
 from memtui.render import escape_controls
+from memtui.sources import MemorySource, open_source
 
 EXPECTED_ERRORS = (MemoryStoreError, CorpusError, EmbedderError)
 
@@ -31,13 +32,13 @@ class DefaultCommandGroup(click.Group):
         self.default_command = default_command
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        for index, arg in enumerate(args):
+        for arg in args:
             if arg in ("--help", "-h"):
                 break
             if arg.startswith("-"):
                 continue
             if arg not in self.commands:
-                args = [*args[:index], self.default_command, *args[index:]]
+                args = [self.default_command, *args]
             break
         return super().parse_args(ctx, args)
 
@@ -78,6 +79,65 @@ def open_store(
         embedder=resolve_embedder(embedder) if embedder else None,
         operator=operator,
     )
+
+
+def open_cli_source(
+    path: str | Path,
+    *,
+    read_only: bool | None = None,
+    allow_writes: bool = False,
+    audit_db: Path | None = None,
+    now: str | None = None,
+    operator: str | None = None,
+) -> MemorySource:
+    """Open any memory store the CLI is pointed at (see ``memtui.sources.open_source``).
+
+    ``MEMTUI_NOW`` pins the clock of time-based stores; ``--now`` overrides it
+    (ISO-8601, or a whole number for a logical-time store).
+    """
+    return open_source(
+        path,
+        read_only=read_only,
+        allow_writes=allow_writes,
+        audit_db=audit_db,
+        now=now,
+        clock=fixed_clock(),
+        operator=operator,
+    )
+
+
+def source_options(*, writes: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--now`` (and, for commands that change a store, ``--allow-writes`` and ``--audit-db``)."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        options = [
+            click.option(
+                "--now",
+                default=None,
+                metavar="TIME",
+                help="What 'now' is for expiry: ISO-8601, or a whole number for a "
+                "logical-time store (default: $MEMTUI_NOW, else the clock).",
+            )
+        ]
+        if writes:
+            options += [
+                click.option(
+                    "--allow-writes",
+                    is_flag=True,
+                    help="Let memtui change a foreign store (it opens them read-only otherwise).",
+                ),
+                click.option(
+                    "--audit-db",
+                    type=click.Path(dir_okay=False, path_type=Path),
+                    default=None,
+                    help="Audit log of a foreign store (default: <store>.memtui-audit.db).",
+                ),
+            ]
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
 
 
 def console() -> Console:
@@ -195,7 +255,8 @@ def filter_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "extra",
             multiple=True,
             metavar="KEY=VALUE",
-            help=f"Any allowlisted scope key: {', '.join(sorted(FILTER_ALLOWLIST))}.",
+            help="Any scope key of the store (a memtui database: "
+            f"{', '.join(sorted(FILTER_ALLOWLIST))}).",
         ),
     ]
     for option in reversed(options):

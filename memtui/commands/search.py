@@ -17,10 +17,11 @@ from memtui.commands.common import (
     emit_json,
     filter_options,
     json_option,
+    open_cli_source,
     open_store,
     operator_option,
-    record_json,
     scope_filters,
+    source_options,
 )
 from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.search import (
@@ -29,11 +30,10 @@ from memtui.core.search import (
     SearchResponse,
     SearchResult,
     check_weights,
-    explain_keyword,
-    hybrid_search,
 )
-from memtui.core.store import MemoryStore, MemoryStoreError
+from memtui.core.store import MemoryStoreError
 from memtui.render import one_line, safe_text
+from memtui.sources import SourceRecord
 
 
 def _parse_weights(
@@ -79,6 +79,7 @@ def _parse_weights(
     help="Lane weights, e.g. 0.5,0.5 (default 0.3,0.7).",
 )
 @filter_options
+@source_options(writes=False)
 @json_option
 def search(
     db: Path,
@@ -97,18 +98,27 @@ def search(
     run_id: str | None,
     tool: str | None,
     extra: tuple[str, ...],
+    now: str | None,
     as_json: bool,
 ) -> None:
-    """Hybrid search of DB: keyword (BM25) and vector lanes, merged; --explain shows why."""
+    """Hybrid search of DB: keyword (BM25) and vector lanes, merged; --explain shows why.
+
+    DB is any memory store memtui recognizes; for a foreign store the keyword
+    index is built once into memtui's cache folder, and the vector lane uses
+    the store's own vectors with the --embedder given (same dimension).
+    """
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
     embedder = None
     if embedder_name is not None:
         embedder = resolve_embedder(embedder_name)
         if embedder is None:
             keyword_only = True
-    with open_store(db, read_only=True) as store:
-        response = hybrid_search(
-            store,
+    with open_cli_source(db, read_only=True, now=now) as source:
+        source.check_filters(filters)
+        progress = None
+        if source.kind != "memtui" and not source.index_status()["ready"]:
+            progress = _index_progress(source.label)
+        response = source.search(
             query,
             embedder=embedder,
             limit=limit,
@@ -117,17 +127,20 @@ def search(
             pool_size=pool_size,
             any_terms=any_terms,
             keyword_only=keyword_only,
+            progress=progress,
         )
-        records = store.get_many(r.record_id for r in response.results)
+        if progress is not None:
+            click.echo("", err=True)
+        records = source.get_many(r.id for r in response.results)
         explanations = {}
         if explain:
             explanations = {
-                r.record_id: explain_keyword(store, query, r.record_id)
+                r.id: source.explain(query, r.id)
                 for r in response.results
                 if r.trace["keyword"]["raw"] is not None
             }
         if as_json:
-            emit_json(_json(store, query, response, records, explanations))
+            emit_json(_json(query, response, records, explanations))
             return
         out = console()
         _print_header(out, response)
@@ -136,20 +149,35 @@ def search(
         _print_table(out, response, records)
         if explain:
             for result in response.results:
-                _print_explanation(out, result, records.get(result.record_id), explanations)
+                _print_explanation(out, result, records.get(result.id), explanations)
+
+
+def _index_progress(label: str) -> Any:
+    """Progress on stderr while a foreign store's keyword index is built (once per change)."""
+    live = sys.stderr.isatty()
+    state = {"shown": -1}
+
+    def progress(done: int, total: int) -> None:
+        percent = 100 * done // max(total, 1)
+        if live:
+            click.echo(f"\rindexing {label} for search: {percent}%", nl=False, err=True)
+        elif state["shown"] < 0:
+            click.echo(f"indexing {label} for search...", nl=False, err=True)
+        state["shown"] = percent
+
+    return progress
 
 
 def _json(
-    store: MemoryStore,
     query: str,
     response: SearchResponse,
-    records: dict[int, Any],
-    explanations: dict[int, dict[str, Any]],
+    records: dict[str, SourceRecord],
+    explanations: dict[str, dict[str, Any]],
 ) -> dict[str, Any]:
     results = []
     for result in response.results:
-        record = records.get(result.record_id)
-        item: dict[str, Any] = record_json(record, store) if record else {"id": result.record_id}
+        record = records.get(result.id)
+        item: dict[str, Any] = record.to_json() if record else {"id": result.id}
         item["search"] = {
             "rank": result.rank,
             "score": result.score,
@@ -157,8 +185,8 @@ def _json(
             "vector_score": result.vector_score,
             **result.trace,
         }
-        if result.record_id in explanations:
-            item["search"]["bm25"] = explanations[result.record_id]
+        if result.id in explanations:
+            item["search"]["bm25"] = explanations[result.id]
         results.append(item)
     return {"query": query, "trace": response.trace, "results": results}
 
@@ -201,13 +229,11 @@ def _print_header(out: Console, response: SearchResponse) -> None:
             )
         )
     excluded = trace["excluded"]
-    out.print(
-        Text(
-            f"keyword matches: {trace['matched']}; left out: refuted {excluded['refuted']}, "
-            f"expired {excluded['expired']}, out of scope {excluded['out_of_scope']}",
-            style="dim",
-        )
-    )
+    left_out = ", ".join(f"{key.replace('_', ' ')} {n}" for key, n in excluded.items())
+    out.print(Text(f"keyword matches: {trace['matched']}; left out: {left_out}", style="dim"))
+    source = trace.get("source")
+    if source and source.get("kind") != "memtui":
+        out.print(safe_text(f"expiry: {source['expiry_rule']} (now {trace['now']})", style="dim"))
     if not response.results:
         out.print(Text("no results", style="yellow"))
         return
@@ -216,7 +242,7 @@ def _print_header(out: Console, response: SearchResponse) -> None:
     out.print(Text(f"showing {shown} of {trace['candidates']} candidates{note}", style="dim"))
 
 
-def _print_table(out: Console, response: SearchResponse, records: dict[int, Any]) -> None:
+def _print_table(out: Console, response: SearchResponse, records: dict[str, Any]) -> None:
     table = Table(title_justify="left")
     for column in ("rank", "id", "score", "keyword", "vector"):
         table.add_column(column, no_wrap=True, justify="right")
@@ -224,10 +250,10 @@ def _print_table(out: Console, response: SearchResponse, records: dict[int, Any]
         table.add_column(column, no_wrap=True)
     table.add_column("content", overflow="fold", min_width=30, ratio=1)
     for result in response.results:
-        record = records.get(result.record_id)
+        record = records.get(result.id)
         table.add_row(
             str(result.rank),
-            str(result.record_id),
+            one_line(result.id, 60),
             f"{result.score:.4f}",
             f"{result.keyword_score:.4f}",
             f"{result.vector_score:.4f}",
@@ -254,10 +280,11 @@ def _print_explanation(
     out: Console,
     result: SearchResult,
     record: Any,
-    explanations: dict[int, dict[str, Any]],
+    explanations: dict[str, dict[str, Any]],
 ) -> None:
     out.print()
-    head = Text(f"#{result.rank}  record {result.record_id}", style="bold")
+    head = Text(f"#{result.rank}  record ", style="bold")
+    head.append(safe_text(result.id, limit=80))
     if record is not None:
         head.append(f"  {record.tier} ")
         head.append(one_line(record.record_type, 20))
@@ -282,7 +309,7 @@ def _print_explanation(
         )
     if result.trace["fallback"]:
         out.print(safe_text(f"  fallback: {result.trace['fallback']}", style="yellow"))
-    detail = explanations.get(result.record_id)
+    detail = explanations.get(result.id)
     if not detail:
         return
     table = Table(title="  BM25 by term", title_justify="left", padding=(0, 1))

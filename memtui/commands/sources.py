@@ -1,0 +1,391 @@
+"""Commands that work on any memory source: records, forget, refute, audit, cache.
+
+Each opens its PATH with ``open_source`` (recognized by its tables, never by
+its name): a memtui database writable by default, any other store read-only
+unless ``--allow-writes``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from memtui.commands.common import (
+    DefaultCommandGroup,
+    confirm_or_abort,
+    console,
+    db_argument,
+    emit_json,
+    filter_options,
+    json_option,
+    open_cli_source,
+    operator_option,
+    scope_filters,
+    short_time,
+    source_options,
+)
+from memtui.render import escape_controls, one_line, safe_text
+from memtui.sources import MemorySource, SourceRecord
+from memtui.sources.base import MAX_PAGE_SIZE
+from memtui.sources.cache import cache_root, clear_caches, list_caches
+
+
+def _scope_text(record: SourceRecord) -> str:
+    return " ".join(f"{k}={v}" for k, v in record.scope.items() if v is not None)
+
+
+def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
+    table = Table(title=f"{len(found)} records · {source.label}", title_justify="left")
+    native = source.kind == "memtui"
+    if native:
+        columns = ("id", "tier", "type", "tool", "grade", "s/a", "created", "state")
+    else:
+        columns = ("id", "tier", "type", "scope", "created", "expires", "state", "notes")
+    for column in columns:
+        table.add_column(column, no_wrap=column not in ("scope", "notes"), min_width=len(column))
+    table.add_column("content", overflow="fold", min_width=30, ratio=1)
+    for record in found:
+        if native:
+            meta = record.metadata
+            counts = (
+                f"{meta.get('total_successes', 0)}/{meta.get('total_attempts', 0)}"
+                if "total_attempts" in meta
+                else ""
+            )
+            cells = [
+                one_line(record.id, 20),
+                record.tier,
+                one_line(record.record_type, 20),
+                one_line(record.scope.get("tool_name") or "", 20),
+                str(meta.get("evidence_grade") or ""),
+                counts,
+                short_time(record.created_at),
+                record.state,
+            ]
+        else:
+            cells = [
+                one_line(record.id, 60),
+                one_line(record.tier, 30),
+                one_line(record.record_type, 20),
+                one_line(_scope_text(record), 80),
+                one_line(str(record.created_at or ""), 19),
+                one_line("" if record.expires_at is None else str(record.expires_at), 32),
+                record.state,
+                one_line(source.notes(record), 80),
+            ]
+        table.add_row(
+            *cells,
+            one_line(record.content, 160),
+            style="dim" if record.state != "live" else None,
+        )
+    out = console()
+    out.print(table)
+    if not native:
+        out.print(safe_text(source.expiry_rule, style="dim"))
+
+
+@click.command()
+@db_argument
+@filter_options
+@click.option(
+    "--all",
+    "show_all",
+    is_flag=True,
+    help="Include hidden records (refuted, expired, inactive, deleted).",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N records.")
+@click.option("--after", default=None, metavar="ID", help="Only records after this id (paging).")
+@source_options(writes=False)
+@json_option
+def records(
+    db: Path,
+    tier: str | None,
+    record_type: str | None,
+    profile: str | None,
+    engagement: str | None,
+    run_id: str | None,
+    tool: str | None,
+    extra: tuple[str, ...],
+    show_all: bool,
+    limit: int | None,
+    after: str | None,
+    now: str | None,
+    as_json: bool,
+) -> None:
+    """List records of DB (any memory store memtui recognizes), filtered by scope."""
+    filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
+    with open_cli_source(db, read_only=True, now=now) as source:
+        found: list[SourceRecord] = []
+        cursor = after
+        while limit is None or len(found) < limit:
+            size = MAX_PAGE_SIZE if limit is None else min(MAX_PAGE_SIZE, limit - len(found))
+            page = source.page(filters, after=cursor, limit=size, include_hidden=show_all)
+            found.extend(page.records)
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        if as_json:
+            emit_json([r.to_json() for r in found])
+            return
+        _print_records(source, found)
+
+
+@click.command()
+@db_argument
+@click.argument("record_id")
+@click.option("--reason", required=True, help="Why: written to the audit log.")
+@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
+@source_options(writes=True)
+@operator_option
+def forget(
+    db: Path,
+    record_id: str,
+    reason: str,
+    assume_yes: bool,
+    now: str | None,
+    allow_writes: bool,
+    audit_db: Path | None,
+    operator: str | None,
+) -> None:
+    """Erase one record for good, by the store's own forget rule (audited, verified)."""
+    with open_cli_source(
+        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator
+    ) as source:
+        record = source.get(record_id)
+        if record is None:
+            raise click.ClickException(f"no record with id {escape_controls(record_id)}")
+        source.require("forget")
+        preview = source.forget_preview(record_id)
+        content = escape_controls(record.content[:60])
+        others = [i for i in preview.get("records", []) if i != record.id]
+        also = f" and {len(others)} more version(s)" if others else ""
+        confirm_or_abort(
+            f"Forget {escape_controls(record.tier)} {escape_controls(record.record_type)} "
+            f"#{escape_controls(record.id)} ({content!r}){also}? "
+            f"Rule: {escape_controls(str(preview.get('rule', '')))}. This cannot be undone",
+            assume_yes,
+        )
+        outcome = source.forget(record_id, reason=reason, operator=operator)
+    status = "erasure verified" if outcome.verified else f"erasure NOT verified ({outcome.problem})"
+    events = f"audit event #{outcome.event_id}"
+    if outcome.intent_event_id is not None:
+        events = f"audit events #{outcome.intent_event_id} intent, #{outcome.event_id} outcome"
+    removed = [i for i in outcome.removed if i != outcome.record_id]
+    extra = f" and {', '.join(removed)}" if removed else ""
+    click.echo(f"forgot record #{escape_controls(outcome.record_id)}{extra}: {status} ({events})")
+    if not outcome.verified:
+        sys.exit(3)
+
+
+@click.command()
+@db_argument
+@click.argument("record_id")
+@click.option("--reason", required=True, help="Why: written to the audit log.")
+@operator_option
+def refute(db: Path, record_id: str, reason: str, operator: str | None) -> None:
+    """Mark a tactic refuted: it stays on file but leaves reads and search."""
+    with open_cli_source(db, operator=operator) as source:
+        source.require("refute")
+        event = source.refute(record_id, reason=reason, operator=operator)
+    click.echo(f"refuted tactic #{escape_controls(record_id)} (audit event #{event})")
+
+
+@click.group(cls=DefaultCommandGroup, default_command="list", invoke_without_command=False)
+def audit() -> None:
+    """The audit log: `audit DB` lists it, `audit verify DB` checks its hash chain.
+
+    For a foreign store the log is the memtui audit database beside it
+    (<store>.memtui-audit.db) or the one given with --audit-db.
+    """
+
+
+audit_db_option = click.option(
+    "--audit-db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Audit log of a foreign store (default: <store>.memtui-audit.db).",
+)
+
+
+@audit.command("list")
+@db_argument
+@click.option("--limit", type=click.IntRange(min=1), default=None)
+@audit_db_option
+@json_option
+def audit_list(db: Path, limit: int | None, audit_db: Path | None, as_json: bool) -> None:
+    """List audit events, newest first."""
+    with open_cli_source(db, read_only=True, audit_db=audit_db) as source:
+        events = source.audit_events(limit=limit)
+        broken = source.verify_audit()
+    if as_json:
+        emit_json(events)
+        return
+    table = Table(title=f"{len(events)} audit events", title_justify="left")
+    for column in ("#", "at", "operator", "action", "records", "tier", "type", "reason"):
+        table.add_column(column, no_wrap=column != "reason")
+    table.add_column("details", overflow="fold")
+    interrupted = 0
+    for event in events:
+        ids = event["record_ids"]
+        shown = ", ".join(str(i) for i in ids[:5]) + (f" (+{len(ids) - 5})" if len(ids) > 5 else "")
+        action = event["action"]
+        if event.get("status") == "interrupted":
+            action += " (INTERRUPTED: no outcome)"
+            interrupted += 1
+        table.add_row(
+            str(event["id"]),
+            short_time(event["at"]),
+            one_line(event["operator"], 30),
+            action,
+            one_line(shown, 120),
+            one_line(event["tier"] or "", 30),
+            one_line(event["record_type"] or "", 20),
+            one_line(event["reason"] or "", 80),
+            one_line(json.dumps(event["details"], sort_keys=True), 200),
+            style="bold red" if event.get("status") == "interrupted" else None,
+        )
+    out = console()
+    out.print(table)
+    if interrupted:
+        out.print(
+            Text(
+                f"{interrupted} interrupted forget(s): an intent without an outcome; "
+                "check whether those records are gone and forget them again",
+                style="bold red",
+            )
+        )
+    out.print(
+        Text("chain verified", style="green")
+        if broken is None
+        else safe_text(f"chain BROKEN: {broken}", style="bold red")
+    )
+
+
+@audit.command("verify")
+@db_argument
+@audit_db_option
+def audit_verify(db: Path, audit_db: Path | None) -> None:
+    """Check the audit log's hash chain; exit 1 at the first broken link."""
+    with open_cli_source(db, read_only=True, audit_db=audit_db) as source:
+        broken = source.verify_audit()
+        count = len(source.audit_events())
+    if broken is not None:
+        raise click.ClickException(f"audit chain broken: {broken}")
+    click.echo(f"audit chain verified: {count} events")
+
+
+@audit.command("head")
+@db_argument
+@audit_db_option
+def audit_head(db: Path, audit_db: Path | None) -> None:
+    """Print the chain head (last event id and hash) to record elsewhere."""
+    with open_cli_source(db, read_only=True, audit_db=audit_db) as source:
+        head = source.audit_head()
+    if head is None:
+        click.echo("audit log is empty")
+    else:
+        click.echo(f"{head['id']} {head['hash']}")
+
+
+@click.group()
+def cache() -> None:
+    """memtui's keyword indexes of foreign stores, kept in the user's cache folder."""
+
+
+@cache.command("list")
+@json_option
+def cache_list(as_json: bool) -> None:
+    """List the cached indexes: which store each indexes, its size and rows."""
+    found = list_caches()
+    if as_json:
+        emit_json({"folder": str(cache_root()), "caches": found})
+        return
+    table = Table(title=f"{len(found)} cached indexes in {cache_root()}", title_justify="left")
+    for column in ("kind", "store", "rows", "bytes", "built"):
+        table.add_column(column, no_wrap=column != "store")
+    for item in found:
+        store = item.get("source") or "?"
+        if item.get("source") and not item.get("source_exists"):
+            store += " (gone)"
+        table.add_row(
+            str(item.get("kind") or "?"),
+            one_line(store, 200),
+            str(item.get("rows", "?")),
+            str(item.get("bytes", 0)),
+            short_time(item.get("built_at")),
+        )
+    console().print(table)
+
+
+@cache.command("clear")
+def cache_clear() -> None:
+    """Remove every cached index (they are rebuilt on the next search)."""
+    removed = clear_caches()
+    click.echo(f"removed {len(removed)} cached index(es) from {cache_root()}")
+
+
+@click.command()
+@db_argument
+@source_options(writes=False)
+@json_option
+def info(db: Path, now: str | None, as_json: bool) -> None:
+    """What DB is: its kind, what memtui can do with it, its expiry rule, counts and gaps."""
+    with open_cli_source(db, read_only=True, now=now) as source:
+        summary = source.summary()
+        facets = source.facets(include_hidden=True)
+        live = {f.tier: f.count for f in source.facets()}
+        data: dict[str, Any] = {
+            "kind": source.kind,
+            "label": source.label,
+            "path": str(source.path),
+            "capabilities": sorted(source.capabilities),
+            "with_allow_writes": sorted(source.write_capabilities),
+            "expiry_rule": source.expiry_rule,
+            "scope_keys": list(source.scope_keys),
+            "counts": summary.counts,
+            "notes": summary.notes,
+            "tiers": [
+                {
+                    "tier": f.tier,
+                    "records": f.count,
+                    "live": live.get(f.tier, 0),
+                    "scopes": f.scopes,
+                }
+                for f in facets
+            ],
+            "index": source.index_status(),
+        }
+    if as_json:
+        emit_json(data)
+        return
+    out = console()
+    out.print(safe_text(f"{data['label']}: {data['path']}", style="bold"))
+    out.print(Text("can: " + ", ".join(data["capabilities"])))
+    out.print(Text("opened writable also: " + ", ".join(data["with_allow_writes"])))
+    out.print(Text("scope keys: " + ", ".join(data["scope_keys"])))
+    out.print(Text("counts: " + ", ".join(f"{k} {v}" for k, v in data["counts"].items())))
+    for note in data["notes"]:
+        style = "bold yellow" if note.startswith(("erasure gap", "interrupted")) else "dim"
+        out.print(safe_text(note, style=style))
+    table = Table(title="tiers", title_justify="left")
+    for column in ("tier", "records", "live", "scopes"):
+        table.add_column(column, overflow="fold")
+    for tier in data["tiers"]:
+        scopes = "; ".join(
+            f"{key}: " + ", ".join(f"{value} {n}" for value, n in list(values.items())[:8])
+            for key, values in tier["scopes"].items()
+            if values
+        )
+        table.add_row(
+            one_line(tier["tier"], 40),
+            str(tier["records"]),
+            str(tier["live"]),
+            one_line(scopes, 400),
+        )
+    out.print(table)

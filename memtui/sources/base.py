@@ -1,0 +1,509 @@
+"""The one interface every memory source implements: ``MemorySource``.
+
+A source is a memory store memtui can open: its own database (``NativeSource``)
+or another agent's store read through an adapter. The CLI (and the app) use
+only this interface, so every source is browsed, searched, explained and
+corrected the same way, each under its own rules (expiry, scope, forget).
+
+Contract, for every implementation:
+
+- Calls are thread-safe (each source guards its connections with a lock and
+  never leaves a read transaction open), so a UI may call from workers.
+- Pages are bounded (``MAX_PAGE_SIZE``) and keyset-paged: the cursor is the
+  id of the last record of the previous page.
+- Ids are strings that round-trip: what ``page``/``records`` print, ``get``
+  and ``forget`` accept.
+- Filters go through the source's own allowlist (``filter_keys``); an unknown
+  key is refused loudly with the native message form.
+- ``search`` returns the core ``SearchResponse`` (same trace, same breakdown);
+  each result is a ``SourceSearchResult`` whose ``id`` is the source's id.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from memtui.core.search import SearchResponse, SearchResult, rerank
+from memtui.core.secrets import mask_metadata
+from memtui.core.store import MemoryStoreError
+
+RECORD_STATES: tuple[str, ...] = ("live", "refuted", "expired", "inactive", "deleted")
+HIDDEN_STATES: frozenset[str] = frozenset({"refuted", "expired", "inactive", "deleted"})
+
+# What a source may be able to do. ``search`` is the keyword lane at least;
+# ``vectors`` the vector lane from stored embeddings; ``audit`` an audit log.
+CAPABILITIES: frozenset[str] = frozenset(
+    {
+        "search",
+        "vectors",
+        "forget",
+        "forget_scope",
+        "refute",
+        "reveal",
+        "lanes",
+        "audit",
+        "history",
+    }
+)
+
+DEFAULT_PAGE_SIZE = 200
+MAX_PAGE_SIZE = 5000
+
+Progress = Callable[[int, int], None]
+
+
+class SourceError(MemoryStoreError):
+    """A refused or impossible source operation, with a message meant for the operator.
+
+    A ``MemoryStoreError`` so that every place that reports store errors as one
+    line (the CLI, the app's workers) reports these the same way.
+    """
+
+
+# ---------------------------------------------------------------- shapes
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """One record of any source, in the one shape every view and ``--json`` uses.
+
+    ``scope`` holds the source's own scope keys and values; ``metadata`` the
+    rest of the stored payload (never vectors). Render ``metadata`` through
+    ``to_json`` (or ``mask_metadata``): secret-named fields are masked there.
+    """
+
+    id: str
+    tier: str
+    record_type: str
+    content: str
+    scope: dict[str, Any]
+    created_at: str | None
+    expires_at: str | int | None
+    state: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def live(self) -> bool:
+        return self.state == "live"
+
+    def to_json(self, *, mask: bool = True) -> dict[str, Any]:
+        """The ``--json`` shape: id, tier, record_type, content, scope, created_at,
+        expires_at, state, metadata (masked)."""
+        return {
+            "id": self.id,
+            "tier": self.tier,
+            "record_type": self.record_type,
+            "content": self.content,
+            "scope": dict(self.scope),
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "state": self.state,
+            "metadata": mask_metadata(self.metadata) if mask else self.metadata,
+        }
+
+
+@dataclass(frozen=True)
+class TierFacet:
+    """One tier with its record count and, per scope key, the count of each value."""
+
+    tier: str
+    count: int
+    scopes: dict[str, dict[str, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Page:
+    """A bounded page of records; ``next_cursor`` is None on the last page."""
+
+    records: list[SourceRecord]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class DetailSection:
+    """An extra section of a record's detail pane: a small table and an optional note.
+
+    Cell values are untrusted text: render them inert (``memtui.render.safe_text``).
+    """
+
+    title: str
+    columns: tuple[str, ...] = ()
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class ForgetOutcome:
+    """What a forget did: the audit event that records it and the erasure checks.
+
+    ``event_id`` is the audit event of the forget (for a foreign store the
+    outcome event; ``intent_event_id`` the intent written before the change).
+    ``verified`` is True only when every check in ``checks`` held.
+    """
+
+    record_id: str
+    event_id: int
+    verified: bool
+    checks: dict[str, bool]
+    intent_event_id: int | None = None
+    removed: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+@dataclass
+class SourceSearchResult(SearchResult):
+    """A ``SearchResult`` that also carries the source's record id.
+
+    ``record_id`` stays the integer the ranking broke ties on (the native id,
+    or the row of memtui's index cache, built in source-id order), so that
+    ``rerank`` orders ties exactly as the search did; ``id`` is what ``get``
+    and ``forget`` take.
+    """
+
+    id: str = ""
+
+
+@dataclass(frozen=True)
+class SourceSummary:
+    """Counts and notes for a source's header: erasure gaps, interrupted forgets."""
+
+    kind: str
+    label: str
+    path: str
+    read_only: bool
+    counts: dict[str, int]
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- ids
+
+
+def encode_id(kind_prefix: str, *parts: str) -> str:
+    """A reversible, shell-safe id: ``prefix:part/part`` with each part percent-encoded.
+
+    Parts may contain any character (``/``, ``:``, ``%``, spaces, newlines,
+    non-ASCII): each is UTF-8 percent-encoded with only ``A-Za-z0-9_.-~`` left
+    as is, so the ``/`` separator is unambiguous.
+    """
+    encoded = [
+        quote(str(part), safe="", encoding="utf-8", errors="surrogatepass") for part in parts
+    ]
+    return f"{kind_prefix}:" + "/".join(encoded)
+
+
+def decode_id(kind_prefix: str, record_id: str, parts: int) -> tuple[str, ...] | None:
+    """The parts of an id made by ``encode_id``, or None when it is not one of ours."""
+    if not isinstance(record_id, str) or not record_id.startswith(kind_prefix + ":"):
+        return None
+    body = record_id[len(kind_prefix) + 1 :]
+    pieces = body.split("/")
+    if len(pieces) != parts:
+        return None
+    try:
+        return tuple(unquote(piece, encoding="utf-8", errors="surrogatepass") for piece in pieces)
+    except UnicodeDecodeError:
+        return None
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def unknown_filter_error(key: str, allowed: Iterable[str]) -> SourceError:
+    """The native allowlist message, for any source's own allowlist."""
+    return SourceError(
+        f"filter '{key}' is not in the scope-key allowlist ({', '.join(sorted(allowed))})"
+    )
+
+
+def require_reason(reason: str) -> None:
+    if not isinstance(reason, str) or not reason.strip():
+        raise SourceError("a reason is required: say why, it goes into the audit log")
+
+
+def check_limit(limit: int) -> int:
+    try:
+        value = int(limit)
+    except (TypeError, ValueError):
+        raise SourceError(f"page limit must be a whole number, got {limit!r}") from None
+    if value < 1 or value > MAX_PAGE_SIZE:
+        raise SourceError(f"page limit must be between 1 and {MAX_PAGE_SIZE}, got {value}")
+    return value
+
+
+# ---------------------------------------------------------------- the interface
+
+
+class MemorySource(ABC):
+    """A memory store opened by memtui. See the module docstring for the contract."""
+
+    #: short machine name: ``memtui``, ``langgraph``, ``preferences``, ``tenant-evidence``
+    kind: str = ""
+    #: what an operator calls it: ``memtui database``, ``LangGraph SqliteStore``
+    kind_label: str = ""
+    #: tiers in display order (a source may find more in the data)
+    tiers: tuple[str, ...] = ()
+    #: the source's scope keys (keys of ``SourceRecord.scope``)
+    scope_keys: tuple[str, ...] = ()
+    #: the state of records the source hides by a flag rather than by expiry
+    #: (``refuted``, ``inactive``, ``deleted``); ``expired`` when only expiry hides
+    hidden_state: str = "refuted"
+    #: what the source can do when opened writable (``capabilities`` has them then)
+    write_capabilities: frozenset[str] = frozenset({"forget"})
+
+    def __init__(self, path: str | Path, *, read_only: bool) -> None:
+        self.path = Path(path)
+        self.read_only = bool(read_only)
+        self._lock = threading.RLock()
+
+    # -- what it is
+
+    @property
+    def label(self) -> str:
+        return f"{self.path.name} ({self.kind_label})"
+
+    @property
+    @abstractmethod
+    def capabilities(self) -> frozenset[str]:
+        """What this source can do here (``forget`` only when opened writable)."""
+
+    @property
+    @abstractmethod
+    def expiry_rule(self) -> str:
+        """Which expiry rule applies, in words (shown in the app and the CLI)."""
+
+    @property
+    def filter_keys(self) -> frozenset[str]:
+        """The filter allowlist: ``tier``, ``record_type`` and the scope keys."""
+        return frozenset({"tier", "record_type", *self.scope_keys})
+
+    def check_filters(self, filters: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The filters as a dict; an unknown key raises before anything runs."""
+        out = dict(filters or {})
+        allowed = self.filter_keys
+        for key in out:
+            if key not in allowed:
+                raise unknown_filter_error(key, allowed)
+        return out
+
+    def can(self, capability: str) -> bool:
+        return capability in self.capabilities
+
+    def summary(self) -> SourceSummary:
+        """Counts (records, hidden, erasure gaps...) and notes for a header line."""
+        total = sum(f.count for f in self.facets(include_hidden=True))
+        live = sum(f.count for f in self.facets())
+        return SourceSummary(
+            kind=self.kind,
+            label=self.label,
+            path=str(self.path),
+            read_only=self.read_only,
+            counts={"records": total, "live": live},
+            notes=[self.expiry_rule],
+        )
+
+    # -- reading
+
+    @abstractmethod
+    def facets(
+        self, filters: Mapping[str, Any] | None = None, *, include_hidden: bool = False
+    ) -> list[TierFacet]:
+        """Tiers with counts and per-scope-key value counts, computed in SQL.
+
+        Each tier's count equals the number of records ``page`` lists for the
+        same filters plus ``tier``; each scope value's count equals the records
+        listed with that value as a filter too.
+        """
+
+    @abstractmethod
+    def page(
+        self,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        after: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        include_hidden: bool = False,
+    ) -> Page:
+        """One keyset page of records in the source's stable order."""
+
+    @abstractmethod
+    def get(self, record_id: str) -> SourceRecord | None:
+        """One record by id, whatever its state; None when there is none."""
+
+    def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
+        out: dict[str, SourceRecord] = {}
+        for record_id in record_ids:
+            record = self.get(record_id)
+            if record is not None:
+                out[record.id] = record
+        return out
+
+    def iter_records(
+        self,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        include_hidden: bool = False,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> Iterable[SourceRecord]:
+        """Every record, page by page (each page a separate bounded query)."""
+        cursor: str | None = None
+        while True:
+            page = self.page(filters, after=cursor, limit=page_size, include_hidden=include_hidden)
+            yield from page.records
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def detail(self, record_id: str) -> list[DetailSection]:
+        """Extra sections for the detail pane (history, versions, orphaned vectors...)."""
+        return []
+
+    def notes(self, record: SourceRecord) -> str:
+        """A short line of what matters most about a record here (a table's notes column)."""
+        return ""
+
+    # -- search
+
+    @abstractmethod
+    def search(
+        self,
+        query: str,
+        *,
+        embedder: Any = None,
+        limit: int = 10,
+        filters: Mapping[str, Any] | None = None,
+        weights: Mapping[str, float] | Sequence[float] | None = None,
+        pool_size: int = 100,
+        any_terms: bool = False,
+        keyword_only: bool = False,
+        progress: Progress | None = None,
+    ) -> SearchResponse:
+        """Hybrid search with the native breakdown; results are ``SourceSearchResult``."""
+
+    def rerank(
+        self, response: SearchResponse, weights: Mapping[str, float] | Sequence[float] | None
+    ) -> SearchResponse:
+        """What-if weights over the same lane scores (see ``memtui.core.search.rerank``)."""
+        return rerank(response, weights)
+
+    @abstractmethod
+    def explain(self, query: str, record_id: str) -> dict[str, Any]:
+        """The keyword lane's BM25 split into per-term contributions for one record."""
+
+    # -- index (a foreign store's keyword lane lives in memtui's cache)
+
+    def index_status(self) -> dict[str, Any]:
+        """Whether the keyword index is ready: ``{"ready": bool, ...}``."""
+        return {"ready": True, "where": "in the database"}
+
+    def build_index(self, progress: Progress | None = None) -> dict[str, Any]:
+        """Build (or refresh) the keyword index now; call from a worker. Idempotent."""
+        return self.index_status()
+
+    # -- writing
+
+    def _require_capability(self, capability: str, action: str) -> None:
+        if capability in self.capabilities:
+            return
+        if self.read_only and capability in self.write_capabilities:
+            raise SourceError(self.read_only_message())
+        raise SourceError(f"{action} is not supported by {self.kind_label} sources")
+
+    def require(self, capability: str, action: str | None = None) -> None:
+        """Raise the operator-facing ``SourceError`` unless the source can do this now."""
+        self._require_capability(capability, action or capability)
+
+    def read_only_message(self) -> str:
+        return f"{self.label} is open read-only; reopen it without --read-only"
+
+    def forget_preview(self, record_id: str) -> dict[str, Any]:
+        """What ``forget`` would remove (for a confirmation dialog); changes nothing."""
+        record = self.get(record_id)
+        if record is None:
+            raise SourceError(f"no record with id {record_id}")
+        return {"records": [record.id], "rule": "this record only"}
+
+    @abstractmethod
+    def forget(self, record_id: str, *, reason: str, operator: str | None = None) -> ForgetOutcome:
+        """Erase one record by the source's own rule, audited, erasure verified."""
+
+    def refute(self, record_id: str, *, reason: str, operator: str | None = None) -> int:
+        self._require_capability("refute", "refute")
+        raise NotImplementedError
+
+    def reveal(
+        self, record_id: str, field_name: str, *, reason: str, operator: str | None = None
+    ) -> Any:
+        self._require_capability("reveal", "reveal")
+        raise NotImplementedError
+
+    # -- audit
+
+    @abstractmethod
+    def audit_events(
+        self, *, limit: int | None = None, before_id: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Audit events, newest first (intent events carry ``status``)."""
+
+    @abstractmethod
+    def verify_audit(self) -> str | None:
+        """None when the audit hash chain holds, else the first broken link."""
+
+    def audit_head(self) -> dict[str, Any] | None:
+        events = self.audit_events(limit=1)
+        return {"id": events[0]["id"], "hash": events[0]["hash"]} if events else None
+
+    def interrupted_forgets(self) -> list[dict[str, Any]]:
+        """Intent events with no outcome: forgets that stopped half way."""
+        return [e for e in self.audit_events() if e.get("status") == "interrupted"]
+
+    # -- lifetime
+
+    def data_version(self) -> Any:
+        """A cheap value that changes when the store changes (poll it to refresh views)."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""
+
+    def __enter__(self) -> MemorySource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "writable"
+        return f"<{type(self).__name__} {self.path} {mode}>"
+
+
+def wrap_results(
+    response: SearchResponse,
+    id_of: Callable[[int], str],
+    adjust: Callable[[SearchResult, SourceSearchResult], SourceSearchResult] | None = None,
+) -> SearchResponse:
+    """The same response with every result a ``SourceSearchResult`` carrying its source id."""
+
+    def convert(result: SearchResult) -> SourceSearchResult:
+        out = SourceSearchResult(
+            record_id=result.record_id,
+            keyword_score=result.keyword_score,
+            vector_score=result.vector_score,
+            score=result.score,
+            created_at=result.created_at,
+            expires_at=result.expires_at,
+            rank=result.rank,
+            trace=dict(result.trace),
+            id=id_of(result.record_id),
+        )
+        return adjust(result, out) if adjust else out
+
+    by_key = {id(r): convert(r) for r in response.candidates}
+    results = [by_key.get(id(r)) or convert(r) for r in response.results]
+    candidates = [by_key[id(r)] for r in response.candidates]
+    return SearchResponse(results=results, trace=response.trace, candidates=candidates)

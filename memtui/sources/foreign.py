@@ -1,0 +1,534 @@
+"""What every foreign SQLite store shares: the connection, the cached index, search,
+the audit log beside the store, and the forget protocol (intent, change, outcome).
+
+An adapter (LangGraph, preferences, tenant evidence...) supplies its reads
+(``facets``, ``page``, ``get``), what its cache rows are, its fingerprint, and
+``_apply_forget``: the store's own forget rule in one store transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from memtui.core.embed import Embedder
+from memtui.core.search import SearchResponse, explain_keyword, hybrid_search
+from memtui.sources.audit import INTENT, ForeignAudit, default_audit_path
+from memtui.sources.base import (
+    HIDDEN_STATES,
+    DetailSection,
+    ForgetOutcome,
+    MemorySource,
+    Progress,
+    SourceError,
+    SourceRecord,
+    SourceSearchResult,
+    SourceSummary,
+    require_reason,
+    wrap_results,
+)
+from memtui.sources.cache import (
+    CacheRow,
+    FilterSql,
+    SourceIndex,
+    file_fingerprint,
+    fingerprint_text,
+)
+
+Clock = Callable[[], datetime]
+BYTE_CHECK_LIMIT = 512 * 1024 * 1024
+CHECKPOINT_RETRIES = 10
+
+
+def _system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def uri_for(path: Path, mode: str) -> str:
+    return f"file:{quote(str(path.resolve()), safe='/')}?mode={mode}"
+
+
+class _NamedEmbedder:
+    """The operator's embedder under the name the cache records for the store's vectors."""
+
+    def __init__(self, inner: Embedder, name: str) -> None:
+        self.inner = inner
+        self.name = name
+        self.dim = inner.dim
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.inner(texts)
+
+
+class ForeignSqliteSource(MemorySource):
+    """A memory store in a SQLite file that memtui did not write."""
+
+    #: short prefix of this source's ids (``lg``, ``pref``...)
+    id_prefix: str = ""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        read_only: bool = True,
+        clock: Clock | None = None,
+        operator: str | None = None,
+        audit_db: str | Path | None = None,
+        cache_root: Path | None = None,
+    ) -> None:
+        super().__init__(path, read_only=read_only)
+        # The store's connection is guarded by self._lock (held per query); the
+        # cached index by its own lock, so that building it in a worker never
+        # blocks page/get calls from another thread.
+        self._index_lock = threading.RLock()
+        self.clock: Clock = clock or _system_clock
+        self.operator = operator
+        self.audit_path = Path(audit_db) if audit_db else default_audit_path(self.path)
+        self.audit = ForeignAudit(self.audit_path, clock=self.clock, operator=operator)
+        self._conn = self._connect()
+        self.columns = self._columns()
+        self.index = SourceIndex(
+            kind=self.kind,
+            store_path=self.path,
+            allowed=self.filter_keys,
+            filter_sql=self.cache_filter_sql(),
+            clock=self.cache_now,
+            fingerprint=self.fingerprint,
+            rows=self._all_cache_rows,
+            count=self.record_count,
+            root=cache_root,
+        )
+
+    # -- connection
+
+    def _connect(self) -> sqlite3.Connection:
+        mode = "ro" if self.read_only else "rw"
+        try:
+            conn = sqlite3.connect(
+                uri_for(self.path, mode), uri=True, isolation_level=None, check_same_thread=False
+            )
+            conn.execute("PRAGMA busy_timeout = 5000")
+            if self.read_only:
+                conn.execute("PRAGMA query_only = ON")
+            else:
+                conn.execute("PRAGMA secure_delete = ON")
+        except sqlite3.Error as exc:
+            raise SourceError(f"cannot open {self.path}: {exc}") from None
+        return conn
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """One read, fetched to the end (no read transaction stays open)."""
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise SourceError(f"reading {self.path.name} failed: {exc}") from None
+
+    def _columns(self) -> dict[str, list[str]]:
+        tables = [r[0] for r in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {
+            t: [r[1] for r in self.query(f'PRAGMA table_info("{t.replace(chr(34), "")}")')]
+            for t in tables
+        }
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+        self.index.close()
+        self.audit.close()
+
+    # -- what it is
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        caps = {"search", "audit"}
+        if self.has_vectors():
+            caps.add("vectors")
+        if self.has_history():
+            caps.add("history")
+        if not self.read_only:
+            caps.add("forget")
+        return frozenset(caps)
+
+    def has_vectors(self) -> bool:
+        return False
+
+    def has_history(self) -> bool:
+        return False
+
+    def read_only_message(self) -> str:
+        return (
+            f"{self.label} is open read-only: memtui opens foreign stores read-only; "
+            "pass --allow-writes to change it"
+        )
+
+    def now(self) -> datetime:
+        moment = self.clock()
+        if moment.tzinfo is None:
+            raise SourceError("the clock returned a naive datetime; return UTC")
+        return moment
+
+    def cache_now(self) -> datetime:
+        """The instant the cache's native rule compares mapped expiries with."""
+        return self.now()
+
+    def now_label(self) -> str:
+        return self.now().isoformat()
+
+    def summary(self) -> SourceSummary:
+        base = super().summary()
+        notes = list(base.notes)
+        interrupted = self.interrupted_forgets()
+        counts = dict(base.counts)
+        if interrupted:
+            counts["interrupted_forgets"] = len(interrupted)
+            notes.append(
+                f"{len(interrupted)} interrupted forget(s): an intent in the audit log has no "
+                "outcome; check those records"
+            )
+        notes.append(f"audit log: {self.audit_path}")
+        return SourceSummary(
+            kind=base.kind,
+            label=base.label,
+            path=base.path,
+            read_only=base.read_only,
+            counts=counts,
+            notes=notes,
+        )
+
+    def data_version(self) -> Any:
+        return self.fingerprint()
+
+    # -- cache hooks
+
+    @abstractmethod
+    def record_count(self) -> int:
+        """Every record, hidden included (for progress)."""
+
+    def fingerprint(self) -> str:
+        return fingerprint_text([file_fingerprint(self.path), self._data_fingerprint()])
+
+    def _data_fingerprint(self) -> Any:
+        return None
+
+    def cache_filter_sql(self) -> FilterSql | None:
+        return None
+
+    def cache_expiry(self, record: SourceRecord) -> str | None:
+        """The record's expiry mapped so that the native rule gives the source's rule."""
+        return None
+
+    def cache_vectors(self) -> dict[str, bytes]:
+        """Stored vectors by source id (one per record), little-endian float32."""
+        return {}
+
+    def _all_cache_rows(self) -> Iterable[CacheRow]:
+        vectors = self.cache_vectors()
+        for record in self.iter_records(include_hidden=True, page_size=2000):
+            yield self.cache_row(record, vectors.get(record.id))
+
+    def cache_row(self, record: SourceRecord, vector: bytes | None = None) -> CacheRow:
+        return CacheRow(
+            source_id=record.id,
+            tier=record.tier,
+            record_type=record.record_type,
+            content=self.searchable_text(record),
+            scope=record.scope,
+            hidden=record.state in HIDDEN_STATES - {"expired"},
+            expires_at=self.cache_expiry(record),
+            vector=vector,
+        )
+
+    def searchable_text(self, record: SourceRecord) -> str:
+        return record.content
+
+    def index_status(self) -> dict[str, Any]:
+        with self._index_lock:
+            return self.index.status()
+
+    def build_index(self, progress: Progress | None = None) -> dict[str, Any]:
+        with self._index_lock:
+            self.index.store(progress)
+            return self.index.status()
+
+    # -- search
+
+    def vector_dim(self) -> int | None:
+        """The dimension of the store's vectors, None when it has none."""
+        return None
+
+    def search(
+        self,
+        query: str,
+        *,
+        embedder: Embedder | None = None,
+        limit: int = 10,
+        filters: Mapping[str, Any] | None = None,
+        weights: Mapping[str, float] | Sequence[float] | None = None,
+        pool_size: int = 100,
+        any_terms: bool = False,
+        keyword_only: bool = False,
+        progress: Progress | None = None,
+    ) -> SearchResponse:
+        filters = self.check_filters(filters)
+        with self._index_lock:
+            cache = self.index.store(progress)
+        recorded = cache.recorded_embedder()
+        reason: str | None = None
+        use: Embedder | None = None
+        if keyword_only:
+            reason = "keyword-only search was requested: the vector lane is off"
+        elif recorded is None:
+            reason = f"this {self.kind_label} has no stored vectors: the keyword lane ranks alone"
+        else:
+            dim = recorded["dim"]
+            if embedder is None:
+                reason = (
+                    f"no embedder for these {dim}-dim vectors: give one that makes {dim}-dim "
+                    "vectors with --embedder module:callable"
+                )
+            elif getattr(embedder, "dim", None) != dim:
+                reason = (
+                    f"no embedder for these {dim}-dim vectors: {embedder.name} makes "
+                    f"{embedder.dim}-dim vectors"
+                )
+            else:
+                use = _NamedEmbedder(embedder, recorded["name"])
+        response = hybrid_search(
+            cache,
+            query,
+            embedder=use,
+            limit=limit,
+            filters=filters,
+            weights=weights,
+            pool_size=pool_size,
+            any_terms=any_terms,
+            keyword_only=use is None,
+        )
+        trace = response.trace
+        if use is None:
+            if trace.get("fallback") is not None:
+                trace["fallback"] = reason
+            trace["embedder"] = None
+        else:
+            trace["embedder"] = embedder.name  # type: ignore[union-attr]
+            if trace.get("fallback"):
+                trace["fallback"] = trace["fallback"].replace(recorded["name"], embedder.name)  # type: ignore[index,union-attr]
+        excluded = dict(trace.get("excluded") or {})
+        if self.hidden_state in ("inactive", "deleted") and "refuted" in excluded:
+            excluded[self.hidden_state] = excluded.pop("refuted")
+        trace["excluded"] = excluded
+        trace["now"] = self.now_label()
+        trace["source"] = {
+            "kind": self.kind,
+            "expiry_rule": self.expiry_rule,
+            "index": str(self.index.path),
+        }
+        id_map = cache.source_ids_of(r.record_id for r in response.candidates)
+        records = self.get_many(id_map.values())
+
+        def adjust(result: Any, out: SourceSearchResult) -> SourceSearchResult:
+            out.trace["fallback"] = trace["fallback"]
+            record = records.get(out.id)
+            if record is not None:
+                out.created_at = record.created_at
+                out.expires_at = record.expires_at  # type: ignore[assignment]
+                out.trace["created_at"] = record.created_at
+                out.trace["expires_at"] = record.expires_at
+            return out
+
+        return wrap_results(response, lambda key: id_map.get(key, f"?{key}"), adjust)
+
+    def explain(self, query: str, record_id: str) -> dict[str, Any]:
+        with self._index_lock:
+            cache = self.index.store()
+        found = cache.cache_ids([record_id])
+        if record_id not in found:
+            raise SourceError(f"no record with id {record_id}")
+        out = explain_keyword(cache, query, found[record_id])
+        out["id"] = record_id
+        return out
+
+    # -- forget
+
+    def _require_writable(self) -> None:
+        if self.read_only:
+            raise SourceError(self.read_only_message())
+
+    @abstractmethod
+    def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
+        """Apply the store's own forget rule in one store transaction.
+
+        Returns ``removed`` (source ids gone), ``touched`` (ids whose state
+        changed), ``checks`` (SQL checks that the data is gone), ``probes``
+        (byte strings of the forgotten values, to look for in the file) and
+        ``details`` (counts for the audit event: never a value).
+        """
+
+    def forget(self, record_id: str, *, reason: str, operator: str | None = None) -> ForgetOutcome:
+        self._require_writable()
+        require_reason(reason)
+        record = self.get(record_id)
+        if record is None:
+            raise SourceError(f"no record with id {record_id}")
+        preview = self.forget_preview(record_id)
+        operator = operator or self.operator
+        source = {"kind": self.kind, "store": str(self.path)}
+        intent = self.audit.append(
+            action=INTENT,
+            record_ids=[record.id],
+            operator=operator,
+            tier=record.tier,
+            record_type=record.record_type,
+            reason=reason,
+            details={"source": source, "rule": preview.get("rule"), "plan": preview.get("counts")},
+        )
+        was_fresh = self.index_status()["ready"] if self.index.path.exists() else False
+        try:
+            with self._lock:
+                applied = self._apply_forget(record)
+                store_checks = dict(applied.get("checks", {}))
+                file_checks, purge_details = self._purge_file(applied.get("probes", []))
+                store_checks.update(file_checks)
+        except Exception as exc:
+            self.audit.append(
+                action="forget-failed",
+                record_ids=[record.id],
+                operator=operator,
+                tier=record.tier,
+                record_type=record.record_type,
+                reason=reason,
+                details={"intent_event": intent, "source": source, "error": type(exc).__name__},
+            )
+            if isinstance(exc, SourceError):
+                raise
+            raise SourceError(f"forget failed, nothing was changed: {exc}") from None
+        removed = list(applied.get("removed", [record.id]))
+        touched = list(applied.get("touched", []))
+        with self._index_lock:
+            cache_checks = self._purge_cache(removed, touched, reason, operator, was_fresh)
+        checks = {**store_checks, **cache_checks}
+        verified = all(checks.values())
+        problem = None
+        if not verified:
+            failed = ", ".join(sorted(k for k, v in checks.items() if not v))
+            problem = f"erasure not verified: {failed}"
+        event = self.audit.append(
+            action="forget",
+            record_ids=[record.id],
+            operator=operator,
+            tier=record.tier,
+            record_type=record.record_type,
+            reason=reason,
+            details={
+                "intent_event": intent,
+                "source": source,
+                "count": len(removed),
+                "removed": removed,
+                **applied.get("details", {}),
+                **purge_details,
+                "erasure": checks,
+                "verified": verified,
+            },
+        )
+        return ForgetOutcome(
+            record_id=record.id,
+            event_id=event,
+            verified=verified,
+            checks=checks,
+            intent_event_id=intent,
+            removed=tuple(removed),
+            problem=problem,
+        )
+
+    def _purge_file(self, probes: Sequence[bytes]) -> tuple[dict[str, bool], dict[str, Any]]:
+        """Purge what the delete freed and check that the forgotten bytes are gone.
+
+        secure_delete was on for the delete, so the freed cells and pages are
+        zeroed; VACUUM then rewrites the file without free pages (which also
+        drops older free pages the store's own deletes left unzeroed), the WAL
+        is truncated, and the file is searched for the forgotten bytes.
+        """
+        checks: dict[str, bool] = {}
+        details: dict[str, Any] = {}
+        try:
+            self._conn.execute("VACUUM")
+            details["vacuumed"] = True
+        except sqlite3.OperationalError as exc:
+            details["vacuumed"] = False
+            details["vacuum_problem"] = str(exc)
+        mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if str(mode).lower() == "wal":
+            truncated = False
+            for attempt in range(CHECKPOINT_RETRIES):
+                busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+                if busy == 0:
+                    truncated = True
+                    break
+                time.sleep(0.05 * (attempt + 1))
+            checks["wal_truncated"] = truncated
+        details["free_pages_after"] = self._conn.execute("PRAGMA freelist_count").fetchone()[0]
+        useful = [p for p in probes if p and len(p) >= 8]
+        if useful:
+            parts = [Path(str(self.path) + s) for s in ("", "-wal")]
+            size = sum(p.stat().st_size for p in parts if p.exists())
+            if size <= BYTE_CHECK_LIMIT:
+                data = b"".join(p.read_bytes() for p in parts if p.exists())
+                checks["bytes_gone"] = not any(p in data for p in useful)
+            else:
+                details["bytes_check"] = f"skipped: the file is over {BYTE_CHECK_LIMIT} bytes"
+        return checks, details
+
+    def _purge_cache(
+        self,
+        removed: Sequence[str],
+        touched: Sequence[str],
+        reason: str,
+        operator: str | None,
+        was_fresh: bool,
+    ) -> dict[str, bool]:
+        cache = self.index.current()
+        if cache is None:
+            return {"cache_gone": True}
+        gone = True
+        for source_id in removed:
+            gone = cache.purge(source_id, reason=reason, operator=operator)["cache_gone"] and gone
+        if touched:
+            vectors = self.cache_vectors() if self.has_vectors() else {}
+            for source_id, record in self.get_many(touched).items():
+                cache.update_row(self.cache_row(record, vectors.get(source_id)))
+        if was_fresh:
+            self.index.refresh(self.fingerprint())
+        return {"cache_gone": gone}
+
+    # -- audit
+
+    def audit_events(
+        self, *, limit: int | None = None, before_id: int | None = None
+    ) -> list[dict[str, Any]]:
+        return self.audit.events(limit=limit, before_id=before_id)
+
+    def verify_audit(self) -> str | None:
+        return self.audit.verify()
+
+    # -- helpers for adapters
+
+    def history_section(self, record_id: str) -> DetailSection:
+        rows = [
+            (e["id"], e["at"], e["operator"], e["action"], e.get("status", ""), e["reason"])
+            for e in reversed(self.audit_events())
+            if record_id in [str(i) for i in e["record_ids"]]
+        ]
+        return DetailSection(
+            title="memtui audit events naming this record",
+            columns=("#", "at", "operator", "action", "status", "reason"),
+            rows=rows,
+            note=None if rows else "none",
+        )

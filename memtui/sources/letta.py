@@ -1,0 +1,454 @@
+"""Letta 0.11 SQLite (``~/.letta/sqlite.db``) as a memory source.
+
+- Tier ``archival``: ``archival_passages`` (id ``archival:<passage id>``),
+  scoped by ``archive`` (the archive's name) and ``tag`` (any of its tags).
+  Soft-deleted passages (``is_deleted``) are ``deleted``: dimmed and left out
+  by default, and counted as an erasure gap (their text is still on file).
+- Tier ``core``: core memory ``block`` rows (id ``core:<block id>``), scoped by
+  ``label`` (human, persona...); the detail pane shows ``block_history``, whose
+  rows keep every earlier value of the block.
+- Embeddings are float32 zero-padded to 4096 dims; memtui unpads them to the
+  real dimension from ``embedding_config.embedding_dim`` for the vector lane.
+- No expiry. Forget (with ``--allow-writes``) hard-deletes one archival
+  passage and its tag rows (as Letta's passage manager does), with
+  ``secure_delete`` on and freed pages purged. Core blocks are the agent's
+  working context and are not forgotten from here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from memtui.sources.base import (
+    DEFAULT_PAGE_SIZE,
+    DetailSection,
+    Page,
+    SourceError,
+    SourceRecord,
+    SourceSummary,
+    TierFacet,
+    check_limit,
+    decode_id,
+    encode_id,
+)
+from memtui.sources.cache import FilterSql
+from memtui.sources.foreign import ForeignSqliteSource
+
+TIERS = ("archival", "core")
+_PART = {"archival": 0, "core": 1}
+
+
+def _json(text: Any) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def _tags(text: Any) -> list[str]:
+    value = _json(text)
+    return [str(t) for t in value] if isinstance(value, list) else []
+
+
+class LettaSource(ForeignSqliteSource):
+    kind = "letta"
+    kind_label = "Letta 0.11 SQLite"
+    tiers = TIERS
+    scope_keys = ("archive", "tag", "label")
+    hidden_state = "deleted"
+
+    @property
+    def expiry_rule(self) -> str:
+        return (
+            "no expiry: a passage or block is live until deleted; soft-deleted ones "
+            "(is_deleted) are shown as deleted and left out by default"
+        )
+
+    def has_vectors(self) -> bool:
+        return "embedding" in self.columns.get("archival_passages", [])
+
+    def has_history(self) -> bool:
+        return "block_history" in self.columns
+
+    def _has_blocks(self) -> bool:
+        return "block" in self.columns
+
+    def _archive_name(self, alias: str) -> str:
+        if "archives" in self.columns:
+            return (
+                f"coalesce((SELECT a.name FROM archives AS a WHERE a.id = {alias}.archive_id), "
+                f"{alias}.archive_id)"
+            )
+        return f"{alias}.archive_id"
+
+    def _items(self) -> str:
+        passages = (
+            "SELECT 0 AS part, p.id AS rid, 'archival' AS tier, 'passage' AS record_type, "
+            f"{self._archive_name('p')} AS archive, p.tags AS tags, NULL AS label, "
+            "CASE WHEN coalesce(p.is_deleted, 0) THEN 0 ELSE 1 END AS live "
+            "FROM archival_passages AS p"
+        )
+        if not self._has_blocks():
+            return passages
+        blocks = (
+            "SELECT 1, b.id, 'core', 'block', NULL, NULL, b.label, "
+            "CASE WHEN coalesce(b.is_deleted, 0) THEN 0 ELSE 1 END FROM block AS b"
+        )
+        return f"{passages} UNION ALL {blocks}"
+
+    def _where(
+        self, filters: Mapping[str, Any] | None, include_hidden: bool
+    ) -> tuple[str, list[Any]]:
+        filters = self.check_filters(filters)
+        clauses: list[str] = []
+        params: list[Any] = []
+        for key, value in filters.items():
+            if key == "tag":
+                clauses.append(
+                    "EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(tags) THEN tags "
+                    "ELSE '[]' END) WHERE json_each.value = ?)"
+                )
+                params.append(value)
+            elif value is None:
+                clauses.append(f"{key} IS NULL")
+            else:
+                clauses.append(f"{key} = ?")
+                params.append(value)
+        if not include_hidden:
+            clauses.append("live = 1")
+        return (" AND ".join(clauses) or "1"), params
+
+    def cache_filter_sql(self) -> FilterSql:
+        def tag(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:
+            if key != "tag":
+                return None
+            return (
+                f"EXISTS (SELECT 1 FROM json_each(coalesce({column}, '[]')) "
+                "WHERE json_each.value = ?)",
+                [str(value)],
+            )
+
+        return tag  # type: ignore[return-value]
+
+    def record_count(self) -> int:
+        return self.query(f"SELECT count(*) FROM ({self._items()})")[0][0]
+
+    def _data_fingerprint(self) -> Any:
+        parts = [
+            list(
+                self.query(
+                    "SELECT count(*), max(rowid), max(updated_at), sum(coalesce(is_deleted, 0)) "
+                    "FROM archival_passages"
+                )[0]
+            )
+        ]
+        if self._has_blocks():
+            parts.append(
+                list(self.query("SELECT count(*), max(rowid), max(updated_at) FROM block")[0])
+            )
+        return parts
+
+    def summary(self) -> SourceSummary:
+        base = super().summary()
+        counts = dict(base.counts)
+        notes = list(base.notes)
+        deleted = self.query(
+            "SELECT count(*) FROM archival_passages WHERE coalesce(is_deleted, 0) "
+            "AND coalesce(text, '') != ''"
+        )[0][0]
+        counts["soft_deleted_passages"] = deleted
+        if deleted:
+            notes.insert(
+                0,
+                f"erasure gap: {deleted} soft-deleted passage(s) still hold their text "
+                "(is_deleted only hides them)",
+            )
+        if self.has_history():
+            history = self.query("SELECT count(*) FROM block_history")[0][0]
+            counts["block_history_rows"] = history
+            if history:
+                notes.append(f"{history} block_history row(s) keep earlier values of core memory")
+        return SourceSummary(
+            kind=base.kind,
+            label=base.label,
+            path=base.path,
+            read_only=base.read_only,
+            counts=counts,
+            notes=notes,
+        )
+
+    # -- reading
+
+    def facets(
+        self, filters: Mapping[str, Any] | None = None, *, include_hidden: bool = False
+    ) -> list[TierFacet]:
+        where, params = self._where(filters, include_hidden)
+        items = self._items()
+        counts = dict(
+            self.query(f"SELECT tier, count(*) FROM ({items}) WHERE {where} GROUP BY tier", params)
+        )
+        out = []
+        for tier in TIERS:
+            if tier == "core" and not self._has_blocks():
+                continue
+            scopes: dict[str, dict[str, int]] = {}
+            for key in ("archive", "label"):
+                rows = self.query(
+                    f"SELECT {key}, count(*) FROM ({items}) WHERE {where} AND tier = ? "
+                    f"AND {key} IS NOT NULL GROUP BY {key} ORDER BY {key}",
+                    [*params, tier],
+                )
+                if rows:
+                    scopes[key] = {str(v): n for v, n in rows}
+            rows = self.query(
+                f"SELECT j.value, count(*) FROM ({items}) AS i, json_each(CASE WHEN "
+                "json_valid(i.tags) THEN i.tags ELSE '[]' END) AS j "
+                f"WHERE {where} AND i.tier = ? "
+                "AND j.type = 'text' GROUP BY j.value ORDER BY j.value",
+                [*params, tier],
+            )
+            if rows:
+                scopes["tag"] = {str(v): n for v, n in rows}
+            out.append(TierFacet(tier=tier, count=counts.get(tier, 0), scopes=scopes))
+        return out
+
+    def _key(self, record_id: str) -> tuple[int, str] | None:
+        for tier, part in _PART.items():
+            parts = decode_id(tier, str(record_id), 1)
+            if parts is not None:
+                return part, parts[0]
+        return None
+
+    def page(
+        self,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        after: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        include_hidden: bool = False,
+    ) -> Page:
+        limit = check_limit(limit)
+        where, params = self._where(filters, include_hidden)
+        if after:
+            key = self._key(after)
+            if key is None:
+                raise SourceError(f"cursor {after!r} is not a {self.kind_label} record id")
+            where += " AND (part, rid) > (?, ?)"
+            params.extend(key)
+        keys = [
+            (r[0], r[1])
+            for r in self.query(
+                f"SELECT part, rid FROM ({self._items()}) WHERE {where} ORDER BY part, rid LIMIT ?",
+                [*params, limit + 1],
+            )
+        ]
+        more = len(keys) > limit
+        keys = keys[:limit]
+        found = self._load(keys)
+        records = [found[k] for k in keys if k in found]
+        return Page(records=records, next_cursor=records[-1].id if more and records else None)
+
+    def _load(self, keys: Iterable[tuple[int, str]]) -> dict[tuple[int, str], SourceRecord]:
+        keys = list(keys)
+        out: dict[tuple[int, str], SourceRecord] = {}
+        passages = [k[1] for k in keys if k[0] == 0]
+        blocks = [k[1] for k in keys if k[0] == 1]
+        for start in range(0, len(passages), 500):
+            chunk = passages[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(
+                f"SELECT p.id, p.text, p.embedding_config, p.metadata_, p.tags, p.created_at, "
+                f"p.updated_at, p.is_deleted, p.archive_id, {self._archive_name('p')}, "
+                "length(p.embedding) / 4 "
+                f"FROM archival_passages AS p WHERE p.id IN ({marks})",
+                chunk,
+            ):
+                out[(0, row[0])] = self._passage(row)
+        for start in range(0, len(blocks), 500):
+            chunk = blocks[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(
+                'SELECT id, label, value, "limit", description, metadata_, created_at, '
+                f"updated_at, is_deleted, version FROM block WHERE id IN ({marks})",
+                chunk,
+            ):
+                out[(1, row[0])] = self._block(row)
+        return out
+
+    def _passage(self, row: tuple[Any, ...]) -> SourceRecord:
+        pid, text, config, meta, tags, created, updated, deleted, archive_id, archive, stored = row
+        config_value = _json(config)
+        dim = config_value.get("embedding_dim") if isinstance(config_value, dict) else None
+        return SourceRecord(
+            id=encode_id("archival", pid),
+            tier="archival",
+            record_type="passage",
+            content=text or "",
+            scope={"archive": archive, "tag": _tags(tags), "label": None},
+            created_at=created,
+            expires_at=None,
+            state="deleted" if deleted else "live",
+            metadata={
+                "passage_id": pid,
+                "archive_id": archive_id,
+                "metadata": _json(meta),
+                "embedding_model": config_value.get("embedding_model")
+                if isinstance(config_value, dict)
+                else None,
+                "embedding_dim": dim,
+                "stored_dims": stored,
+                "updated_at": updated,
+            },
+        )
+
+    def _block(self, row: tuple[Any, ...]) -> SourceRecord:
+        bid, label, value, limit, description, meta, created, updated, deleted, version = row
+        return SourceRecord(
+            id=encode_id("core", bid),
+            tier="core",
+            record_type="block",
+            content=value or "",
+            scope={"archive": None, "tag": [], "label": label},
+            created_at=created,
+            expires_at=None,
+            state="deleted" if deleted else "live",
+            metadata={
+                "block_id": bid,
+                "description": description,
+                "limit": limit,
+                "metadata": _json(meta),
+                "version": version,
+                "updated_at": updated,
+            },
+        )
+
+    def get(self, record_id: str) -> SourceRecord | None:
+        key = self._key(record_id)
+        if key is None or (key[0] == 1 and not self._has_blocks()):
+            return None
+        return self._load([key]).get(key)
+
+    def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
+        keys = [k for k in (self._key(i) for i in record_ids) if k is not None]
+        if not self._has_blocks():
+            keys = [k for k in keys if k[0] == 0]
+        return {r.id: r for r in self._load(keys).values()}
+
+    def notes(self, record: SourceRecord) -> str:
+        if record.tier == "archival":
+            tags = ", ".join(record.scope.get("tag") or [])
+            return f"{record.metadata.get('embedding_model')} · tags: {tags or 'none'}"
+        return f"version {record.metadata.get('version')}"
+
+    def detail(self, record_id: str) -> list[DetailSection]:
+        record = self.get(record_id)
+        if record is None:
+            raise SourceError(f"no record with id {record_id}")
+        sections = []
+        if record.tier == "archival":
+            meta = record.metadata
+            sections.append(
+                DetailSection(
+                    title="embedding",
+                    columns=("model", "real dims", "stored dims (padded)"),
+                    rows=[(meta["embedding_model"], meta["embedding_dim"], meta["stored_dims"])],
+                )
+            )
+        elif self.has_history():
+            rows = self.query(
+                "SELECT sequence_number, value, actor_type, actor_id, created_at "
+                "FROM block_history WHERE block_id = ? ORDER BY sequence_number",
+                (record.metadata["block_id"],),
+            )
+            sections.append(
+                DetailSection(
+                    title="block history (earlier values stay on file)",
+                    columns=("#", "value", "actor", "actor id", "at"),
+                    rows=[tuple(r) for r in rows],
+                    note=None if rows else "no history",
+                )
+            )
+        sections.append(self.history_section(record.id))
+        return sections
+
+    def vector_dim(self) -> int | None:
+        rows = self.query(
+            "SELECT json_extract(embedding_config, '$.embedding_dim') FROM archival_passages "
+            "WHERE embedding IS NOT NULL LIMIT 1"
+        )
+        return rows[0][0] if rows else None
+
+    def cache_vectors(self) -> dict[str, bytes]:
+        out: dict[str, bytes] = {}
+        for pid, config, blob in self.query(
+            "SELECT id, embedding_config, embedding FROM archival_passages "
+            "WHERE embedding IS NOT NULL"
+        ):
+            value = _json(config)
+            dim = value.get("embedding_dim") if isinstance(value, dict) else None
+            if isinstance(blob, bytes) and isinstance(dim, int) and 0 < dim * 4 <= len(blob):
+                out[encode_id("archival", pid)] = bytes(blob[: dim * 4])  # unpadded
+        return out
+
+    # -- forget
+
+    def forget_preview(self, record_id: str) -> dict[str, Any]:
+        record = self.get(record_id)
+        if record is None:
+            raise SourceError(f"no record with id {record_id}")
+        if record.tier != "archival":
+            raise SourceError(self._block_refusal())
+        tags = (
+            self.query(
+                "SELECT count(*) FROM passage_tags WHERE passage_id = ?",
+                (record.metadata["passage_id"],),
+            )[0][0]
+            if "passage_tags" in self.columns
+            else 0
+        )
+        return {
+            "records": [record.id],
+            "rule": "the passage row (text and embedding) and its tag rows; freed pages purged",
+            "counts": {"passages": 1, "tag_rows": tags},
+        }
+
+    def _block_refusal(self) -> str:
+        return (
+            "core memory blocks are the agent's working context and are not forgotten from "
+            "memtui; forget archival passages"
+        )
+
+    def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
+        if record.tier != "archival":
+            raise SourceError(self._block_refusal())
+        pid = record.metadata["passage_id"]
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            text = conn.execute(
+                "SELECT text FROM archival_passages WHERE id = ?", (pid,)
+            ).fetchone()
+            tags = 0
+            if "passage_tags" in self.columns:
+                tags = conn.execute(
+                    "DELETE FROM passage_tags WHERE passage_id = ?", (pid,)
+                ).rowcount
+            conn.execute("DELETE FROM archival_passages WHERE id = ?", (pid,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        gone = (
+            conn.execute("SELECT 1 FROM archival_passages WHERE id = ?", (pid,)).fetchone() is None
+        )
+        body = str(text[0]) if text and text[0] else ""
+        return {
+            "removed": [record.id],
+            "checks": {"row_gone": gone},
+            "probes": [body.encode("utf-8")] if body else [],
+            "details": {"tag_rows_removed": tags},
+        }

@@ -1,0 +1,380 @@
+"""``NativeSource``: a memtui database behind the ``MemorySource`` interface (every feature)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from memtui.core.embed import Embedder
+from memtui.core.records import TIERS, MemoryRecord
+from memtui.core.search import SearchResponse, explain_keyword, hybrid_search
+from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
+from memtui.sources.base import (
+    DEFAULT_PAGE_SIZE,
+    DetailSection,
+    ForgetOutcome,
+    MemorySource,
+    Page,
+    Progress,
+    SourceError,
+    SourceRecord,
+    TierFacet,
+    check_limit,
+    unknown_filter_error,
+    wrap_results,
+)
+
+NATIVE_SCOPE_KEYS: tuple[str, ...] = (
+    "profile_hash",
+    "engagement",
+    "run_id",
+    "tool_name",
+    "url_pattern",
+)
+# The scope keys the facet tree counts (the others are too fine-grained to list).
+FACET_KEYS: tuple[str, ...] = ("profile_hash", "engagement")
+
+
+@contextlib.contextmanager
+def _as_source_errors() -> Iterator[None]:
+    """The store's refusals as ``SourceError`` (the one error type of the interface)."""
+    try:
+        yield
+    except SourceError:
+        raise
+    except MemoryStoreError as exc:
+        raise SourceError(str(exc)) from None
+
+
+def _native_id(record_id: str | int) -> int:
+    text = str(record_id).strip()
+    if not text.isdigit():
+        raise SourceError(
+            f"no record with id {record_id} (the ids of a memtui database are whole numbers)"
+        )
+    return int(text)
+
+
+class NativeSource(MemorySource):
+    """A memtui database: every feature, one transaction per audited change."""
+
+    kind = "memtui"
+    kind_label = "memtui database"
+    tiers = TIERS
+    scope_keys = NATIVE_SCOPE_KEYS
+    hidden_state = "refuted"
+    write_capabilities = frozenset({"forget", "forget_scope", "refute", "reveal"})
+
+    def __init__(self, store: MemoryStore) -> None:
+        super().__init__(store.path or Path(":memory:"), read_only=store.read_only)
+        self.store = store
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        caps = {"search", "vectors", "lanes", "audit", "history"}
+        if not self.read_only:
+            caps |= {"forget", "forget_scope", "refute", "reveal"}
+        return frozenset(caps)
+
+    @property
+    def expiry_rule(self) -> str:
+        return (
+            "memtui rule: a record is live while expires_at > now (the boundary instant is expired)"
+        )
+
+    @property
+    def filter_keys(self) -> frozenset[str]:
+        return FILTER_ALLOWLIST
+
+    def check_filters(self, filters: Mapping[str, Any] | None) -> dict[str, Any]:
+        out = dict(filters or {})
+        for key in out:
+            if key not in FILTER_ALLOWLIST:
+                raise unknown_filter_error(key, FILTER_ALLOWLIST)
+        return out
+
+    def summary(self):  # type: ignore[override]
+        base = super().summary()
+        counts = dict(base.counts)
+        counts["vectors"] = self.store.vector_count()
+        recorded = self.store.recorded_embedder()
+        notes = list(base.notes)
+        if recorded:
+            notes.append(f"vectors by {recorded['name']} ({recorded['dim']} dims)")
+        return type(base)(
+            kind=base.kind,
+            label=base.label,
+            path=base.path,
+            read_only=base.read_only,
+            counts=counts,
+            notes=notes,
+        )
+
+    # -- records
+
+    def to_source(self, record: MemoryRecord) -> SourceRecord:
+        if record.refuted:
+            state = "refuted"
+        elif record.is_expired(self.store.now()):
+            state = "expired"
+        else:
+            state = "live"
+        metadata = dict(record.metadata)
+        if record.signature is not None:
+            metadata.setdefault("signature", record.signature)
+        return SourceRecord(
+            id=str(record.id),
+            tier=record.tier,
+            record_type=record.record_type,
+            content=record.content,
+            scope={key: getattr(record, key) for key in NATIVE_SCOPE_KEYS},
+            created_at=record.created_at,
+            expires_at=record.expires_at,
+            state=state,
+            metadata=metadata,
+        )
+
+    def facets(
+        self, filters: Mapping[str, Any] | None = None, *, include_hidden: bool = False
+    ) -> list[TierFacet]:
+        filters = self.check_filters(filters)
+        store = self.store
+        if not filters:
+            tiers = store.tier_counts(
+                include_refuted=include_hidden, include_expired=include_hidden
+            )
+            out = []
+            for tier, count in tiers.items():
+                scopes = store.scope_counts(
+                    tier, include_refuted=include_hidden, include_expired=include_hidden
+                )
+                out.append(TierFacet(tier=tier, count=count, scopes=scopes))
+            return out
+        # Filtered facets: one grouped query per key, through the store's scope clause.
+        where, params = store.scope_clause(
+            filters, include_refuted=include_hidden, include_expired=include_hidden
+        )
+        counts = dict.fromkeys(TIERS, 0)
+        for tier, count in store.query(
+            f"SELECT tier, count(*) FROM records WHERE {where} GROUP BY tier", params
+        ):
+            counts[tier] = count
+        scopes: dict[str, dict[str, dict[str, int]]] = {t: {} for t in TIERS}
+        for key in FACET_KEYS:
+            for tier, value, count in store.query(
+                f"SELECT tier, {key}, count(*) FROM records WHERE {where} AND {key} IS NOT NULL "
+                f"GROUP BY tier, {key} ORDER BY {key}",
+                params,
+            ):
+                scopes[tier].setdefault(key, {})[value] = count
+        return [
+            TierFacet(tier=t, count=counts[t], scopes={k: scopes[t].get(k, {}) for k in FACET_KEYS})
+            for t in TIERS
+        ]
+
+    def page(
+        self,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        after: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        include_hidden: bool = False,
+    ) -> Page:
+        filters = self.check_filters(filters)
+        limit = check_limit(limit)
+        after_id = None if after in (None, "") else _native_id(after)
+        found = self.store.fetch(
+            include_refuted=include_hidden,
+            include_expired=include_hidden,
+            limit=limit + 1,
+            after_id=after_id,
+            **filters,
+        )
+        more = len(found) > limit
+        records = [self.to_source(r) for r in found[:limit]]
+        return Page(records=records, next_cursor=records[-1].id if more and records else None)
+
+    def get(self, record_id: str) -> SourceRecord | None:
+        text = str(record_id).strip()
+        if not text.isdigit():
+            return None
+        record = self.store.get(int(text))
+        return None if record is None else self.to_source(record)
+
+    def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
+        ids = [int(str(i)) for i in record_ids if str(i).strip().isdigit()]
+        return {str(k): self.to_source(v) for k, v in self.store.get_many(ids).items()}
+
+    def notes(self, record: SourceRecord) -> str:
+        meta = record.metadata
+        parts = []
+        if meta.get("evidence_grade"):
+            parts.append(str(meta["evidence_grade"]))
+        if "total_attempts" in meta:
+            parts.append(f"{meta.get('total_successes', 0)}/{meta.get('total_attempts', 0)}")
+        return " ".join(parts)
+
+    def detail(self, record_id: str) -> list[DetailSection]:
+        key = _native_id(record_id)
+        record = self.store.get(key)
+        if record is None:
+            raise SourceError(f"no record with id {key}")
+        sections = []
+        vector = self.store.vector_of(key)
+        recorded = self.store.recorded_embedder()
+        sections.append(
+            DetailSection(
+                title="vector",
+                columns=("stored", "dims", "embedder"),
+                rows=[
+                    (
+                        "yes" if vector is not None else "no",
+                        len(vector) if vector is not None else 0,
+                        recorded["name"] if recorded else "",
+                    )
+                ],
+            )
+        )
+        rows = self.store.query(
+            "SELECT id, at, operator, action, reason FROM audit_events "
+            "WHERE EXISTS (SELECT 1 FROM json_each(audit_events.record_ids) WHERE value = ?) "
+            "ORDER BY id",
+            (key,),
+        )
+        sections.append(
+            DetailSection(
+                title="history (audit events naming this record)",
+                columns=("#", "at", "operator", "action", "reason"),
+                rows=[tuple(r) for r in rows],
+                note=None if rows else "no audited action has touched this record",
+            )
+        )
+        return sections
+
+    # -- search
+
+    def search(
+        self,
+        query: str,
+        *,
+        embedder: Embedder | None = None,
+        limit: int = 10,
+        filters: Mapping[str, Any] | None = None,
+        weights: Mapping[str, float] | Sequence[float] | None = None,
+        pool_size: int = 100,
+        any_terms: bool = False,
+        keyword_only: bool = False,
+        progress: Progress | None = None,
+    ) -> SearchResponse:
+        filters = self.check_filters(filters)
+        with _as_source_errors():
+            response = hybrid_search(
+                self.store,
+                query,
+                embedder=embedder,
+                limit=limit,
+                filters=filters,
+                weights=weights,
+                pool_size=pool_size,
+                any_terms=any_terms,
+                keyword_only=keyword_only,
+            )
+        response.trace["source"] = {"kind": self.kind, "expiry_rule": self.expiry_rule}
+        return wrap_results(response, str)
+
+    def explain(self, query: str, record_id: str) -> dict[str, Any]:
+        with _as_source_errors():
+            out = explain_keyword(self.store, query, _native_id(record_id))
+        out["id"] = str(out["record_id"])
+        return out
+
+    # -- writing
+
+    def read_only_message(self) -> str:
+        return "this database is open read-only; reopen it without --read-only"
+
+    def _event_after(self, head: int, action: str) -> int:
+        for event in self.store.audit_events(limit=5):
+            if event["id"] > head and event["action"] == action:
+                return event["id"]
+        raise SourceError(f"the {action} audit event was not found")  # pragma: no cover
+
+    def _head(self) -> int:
+        head = self.store.audit_head()
+        return head["id"] if head else 0
+
+    def forget(self, record_id: str, *, reason: str, operator: str | None = None) -> ForgetOutcome:
+        self._require_capability("forget", "forget")
+        key = _native_id(record_id)
+        with self._lock:
+            head = self._head()
+            with _as_source_errors():
+                verified = self.store.forget(key, reason=reason, operator=operator)
+            event_id = self._event_after(head, "forget")
+            event = next(e for e in self.store.audit_events(limit=5) if e["id"] == event_id)
+            incomplete = [
+                e
+                for e in self.store.audit_events(limit=5)
+                if e["action"] == "erasure-incomplete" and e["id"] > event_id
+            ]
+        checks = dict(event["details"].get("erasure", {}))
+        checks["wal_truncated"] = not incomplete
+        return ForgetOutcome(
+            record_id=str(key),
+            event_id=event_id,
+            verified=verified,
+            checks=checks,
+            removed=(str(key),),
+            problem=incomplete[0]["details"].get("problem") if incomplete else None,
+        )
+
+    def forget_preview(self, record_id: str) -> dict[str, Any]:
+        record = self.get(record_id)
+        if record is None:
+            raise SourceError(f"no record with id {record_id}")
+        return {
+            "records": [record.id],
+            "rule": "the row, its full-text index entries and its vector; free pages purged",
+        }
+
+    def forget_scope(self, *, engagement: str, reason: str, operator: str | None = None) -> int:
+        self._require_capability("forget_scope", "forget-scope")
+        with _as_source_errors():
+            return self.store.forget_scope(engagement=engagement, reason=reason, operator=operator)
+
+    def blast_radius(self, *, engagement: str) -> dict[str, dict[str, int]]:
+        return self.store.blast_radius(engagement=engagement)
+
+    def refute(self, record_id: str, *, reason: str, operator: str | None = None) -> int:
+        self._require_capability("refute", "refute")
+        with _as_source_errors():
+            return self.store.refute(_native_id(record_id), reason=reason, operator=operator)
+
+    def reveal(
+        self, record_id: str, field_name: str, *, reason: str, operator: str | None = None
+    ) -> Any:
+        self._require_capability("reveal", "reveal")
+        return self.store.reveal(
+            _native_id(record_id), field_name, reason=reason, operator=operator
+        )
+
+    # -- audit
+
+    def audit_events(
+        self, *, limit: int | None = None, before_id: int | None = None
+    ) -> list[dict[str, Any]]:
+        return self.store.audit_events(limit=limit, before_id=before_id)
+
+    def verify_audit(self) -> str | None:
+        return self.store.verify_audit()
+
+    def audit_head(self) -> dict[str, Any] | None:
+        return self.store.audit_head()
+
+    def data_version(self) -> Any:
+        return self.store.data_version()
+
+    def close(self) -> None:
+        self.store.close()

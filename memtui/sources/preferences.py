@@ -1,0 +1,467 @@
+"""Explicit-preference stores with context revisions (a textbook design) as a source.
+
+Tables: ``assistant_preferences(id, session, name, value, source, created,
+active)`` with one active version per ``(session, name)``;
+``assistant_memory_revisions(session, revision)``; ``assistant_work(id, origin,
+session, prompt, result, status, created, context_revision)``;
+``memory_events(seq, kind, payload, created)``.
+
+- Tier ``preference``: one record per stored version (``pref:<id>``), live
+  when active, ``inactive`` otherwise; the detail pane lists every version of
+  that preference with its source, the active one marked.
+- Tier ``work``: past work (``work:<id>``) with the context revision it was
+  stamped with; it is eligible for future context (live) only while that is
+  its session's current revision, else ``inactive``. The default (eligible)
+  view is the eligible-work view.
+- Scopes: ``session`` (both), ``name`` (preferences), ``origin`` (work).
+- No expiry: a preference lives until replaced or forgotten.
+- Forget applies the store's own rule in one transaction: every version of that
+  ``(session, name)`` deleted, the session's revision advanced (older work
+  stops entering future context), and a ``memory_events`` row naming what
+  changed, never the value; plus memtui's audit event. Only preferences are
+  forgotten this way; work results follow their session's revision.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from memtui.core.records import format_timestamp
+from memtui.sources.base import (
+    DEFAULT_PAGE_SIZE,
+    DetailSection,
+    Page,
+    SourceError,
+    SourceRecord,
+    TierFacet,
+    check_limit,
+)
+from memtui.sources.foreign import ForeignSqliteSource
+
+TIERS = ("preference", "work")
+_PARTS = {"pref": 0, "work": 1}
+
+
+def _epoch_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        return format_timestamp(datetime.fromtimestamp(float(value), tz=UTC))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return str(value)
+
+
+def _parse_id(record_id: str) -> tuple[int, int] | None:
+    prefix, sep, number = str(record_id).partition(":")
+    if not sep or prefix not in _PARTS or not number.isdigit():
+        return None
+    return _PARTS[prefix], int(number)
+
+
+class PreferenceSource(ForeignSqliteSource):
+    kind = "preferences"
+    kind_label = "explicit-preference store"
+    tiers = TIERS
+    scope_keys = ("session", "name", "origin")
+    hidden_state = "inactive"
+
+    @property
+    def expiry_rule(self) -> str:
+        return (
+            "no expiry: a preference is live while it is the active version (until replaced "
+            "or forgotten); a work result is eligible (live) while stamped with its session's "
+            "current context revision"
+        )
+
+    def has_history(self) -> bool:
+        return True
+
+    def _has_work(self) -> bool:
+        return "assistant_work" in self.columns
+
+    def _has_events(self) -> bool:
+        return "memory_events" in self.columns
+
+    # -- the union of both tiers, for filters, order, counts
+
+    def _items(self) -> str:
+        prefs = (
+            "SELECT 0 AS part, p.id AS rid, 'preference' AS tier, 'preference' AS record_type, "
+            "p.session AS session, p.name AS name, NULL AS origin, "
+            "CASE WHEN p.active != 0 THEN 1 ELSE 0 END AS live FROM assistant_preferences AS p"
+        )
+        if not self._has_work():
+            return prefs
+        work = (
+            "SELECT 1, w.id, 'work', 'work', w.session, NULL, w.origin, "
+            "CASE WHEN w.context_revision = coalesce(r.revision, 0) THEN 1 ELSE 0 END "
+            "FROM assistant_work AS w "
+            "LEFT JOIN assistant_memory_revisions AS r ON r.session = w.session"
+        )
+        return f"{prefs} UNION ALL {work}"
+
+    def _where(
+        self, filters: Mapping[str, Any] | None, include_hidden: bool
+    ) -> tuple[str, list[Any]]:
+        filters = self.check_filters(filters)
+        clauses: list[str] = []
+        params: list[Any] = []
+        for key, value in filters.items():  # keys are allowlisted column names of the union
+            if value is None:
+                clauses.append(f"{key} IS NULL")
+            else:
+                clauses.append(f"{key} = ?")
+                params.append(value)
+        if not include_hidden:
+            clauses.append("live = 1")
+        return (" AND ".join(clauses) or "1"), params
+
+    def record_count(self) -> int:
+        return self.query(f"SELECT count(*) FROM ({self._items()})")[0][0]
+
+    def _data_fingerprint(self) -> Any:
+        parts = [list(self.query("SELECT count(*), max(id) FROM assistant_preferences")[0])]
+        parts.append(
+            self.query(
+                "SELECT group_concat(session || '=' || revision) FROM "
+                "(SELECT * FROM assistant_memory_revisions ORDER BY session)"
+            )[0][0]
+        )
+        if self._has_work():
+            parts.append(list(self.query("SELECT count(*), max(id) FROM assistant_work")[0]))
+        return parts
+
+    def facets(
+        self, filters: Mapping[str, Any] | None = None, *, include_hidden: bool = False
+    ) -> list[TierFacet]:
+        where, params = self._where(filters, include_hidden)
+        items = self._items()
+        counts = dict(
+            self.query(f"SELECT tier, count(*) FROM ({items}) WHERE {where} GROUP BY tier", params)
+        )
+        out = []
+        for tier in TIERS:
+            if tier == "work" and not self._has_work():
+                continue
+            scopes: dict[str, dict[str, int]] = {}
+            for key in self.scope_keys:
+                rows = self.query(
+                    f"SELECT {key}, count(*) FROM ({items}) WHERE {where} AND tier = ? "
+                    f"AND {key} IS NOT NULL GROUP BY {key} ORDER BY {key}",
+                    [*params, tier],
+                )
+                if rows:
+                    scopes[key] = {str(v): n for v, n in rows}
+            out.append(TierFacet(tier=tier, count=counts.get(tier, 0), scopes=scopes))
+        return out
+
+    def page(
+        self,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        after: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        include_hidden: bool = False,
+    ) -> Page:
+        limit = check_limit(limit)
+        where, params = self._where(filters, include_hidden)
+        if after:
+            key = _parse_id(after)
+            if key is None:
+                raise SourceError(f"cursor {after!r} is not a {self.kind_label} record id")
+            where += " AND (part, rid) > (?, ?)"
+            params.extend(key)
+        keys = self.query(
+            f"SELECT part, rid FROM ({self._items()}) WHERE {where} ORDER BY part, rid LIMIT ?",
+            [*params, limit + 1],
+        )
+        more = len(keys) > limit
+        keys = keys[:limit]
+        found = self._load(keys)
+        records = [found[k] for k in keys if k in found]
+        return Page(records=records, next_cursor=records[-1].id if more and records else None)
+
+    def _load(self, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], SourceRecord]:
+        keys = list(keys)
+        out: dict[tuple[int, int], SourceRecord] = {}
+        prefs = [k[1] for k in keys if k[0] == 0]
+        work = [k[1] for k in keys if k[0] == 1]
+        for start in range(0, len(prefs), 500):
+            chunk = prefs[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(
+                "SELECT p.id, p.session, p.name, p.value, p.source, p.created, p.active, "
+                "(SELECT count(*) FROM assistant_preferences AS q WHERE q.session = p.session "
+                "AND q.name = p.name AND q.id <= p.id), "
+                "(SELECT count(*) FROM assistant_preferences AS q WHERE q.session = p.session "
+                "AND q.name = p.name) "
+                f"FROM assistant_preferences AS p WHERE p.id IN ({marks})",
+                chunk,
+            ):
+                out[(0, row[0])] = self._preference(row)
+        for start in range(0, len(work), 500):
+            chunk = work[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.query(
+                "SELECT w.id, w.origin, w.session, w.prompt, w.result, w.status, w.created, "
+                "w.context_revision, coalesce(r.revision, 0) FROM assistant_work AS w "
+                "LEFT JOIN assistant_memory_revisions AS r ON r.session = w.session "
+                f"WHERE w.id IN ({marks})",
+                chunk,
+            ):
+                out[(1, row[0])] = self._work(row)
+        return out
+
+    def _preference(self, row: tuple[Any, ...]) -> SourceRecord:
+        rid, session, name, value, source, created, active, version, versions = row
+        return SourceRecord(
+            id=f"pref:{rid}",
+            tier="preference",
+            record_type="preference",
+            content=f"{name}: {value}",
+            scope={"session": session, "name": name, "origin": None},
+            created_at=_epoch_text(created),
+            expires_at=None,
+            state="live" if active else "inactive",
+            metadata={
+                "name": name,
+                "value": value,
+                "source": source,
+                "active": bool(active),
+                "version": version,
+                "versions": versions,
+            },
+        )
+
+    def _work(self, row: tuple[Any, ...]) -> SourceRecord:
+        rid, origin, session, prompt, result, status, created, stamped, current = row
+        eligible = stamped == current
+        content = prompt if result is None else f"{prompt}\n{result}"
+        return SourceRecord(
+            id=f"work:{rid}",
+            tier="work",
+            record_type="work",
+            content=content,
+            scope={"session": session, "name": None, "origin": origin},
+            created_at=_epoch_text(created),
+            expires_at=None,
+            state="live" if eligible else "inactive",
+            metadata={
+                "prompt": prompt,
+                "result": result,
+                "status": status,
+                "context_revision": stamped,
+                "session_revision": current,
+                "eligible": eligible,
+            },
+        )
+
+    def get(self, record_id: str) -> SourceRecord | None:
+        key = _parse_id(record_id)
+        if key is None or (key[0] == 1 and not self._has_work()):
+            return None
+        return self._load([key]).get(key)
+
+    def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
+        keys = [k for k in (_parse_id(i) for i in record_ids) if k is not None]
+        if not self._has_work():
+            keys = [k for k in keys if k[0] == 0]
+        return {r.id: r for r in self._load(keys).values()}
+
+    def notes(self, record: SourceRecord) -> str:
+        meta = record.metadata
+        if record.tier == "preference":
+            mark = "active" if meta.get("active") else "old"
+            return (
+                f"{mark} v{meta.get('version')}/{meta.get('versions')} · from {meta.get('source')}"
+            )
+        eligible = "eligible" if meta.get("eligible") else "not eligible"
+        return (
+            f"rev {meta.get('context_revision')} (session at {meta.get('session_revision')}): "
+            f"{eligible} · {meta.get('status')}"
+        )
+
+    def detail(self, record_id: str) -> list[DetailSection]:
+        record = self.get(record_id)
+        if record is None:
+            raise SourceError(f"no record with id {record_id}")
+        session = record.scope["session"]
+        sections: list[DetailSection] = []
+        if record.tier == "preference":
+            name = record.scope["name"]
+            rows = self.query(
+                "SELECT id, CASE WHEN active != 0 THEN 'active' ELSE '' END, value, source, "
+                "created FROM assistant_preferences WHERE session = ? AND name = ? ORDER BY id",
+                (session, name),
+            )
+            sections.append(
+                DetailSection(
+                    title=f"versions of {name!r} in session {session!r}",
+                    columns=("id", "active", "value", "source", "created"),
+                    rows=[(f"pref:{r[0]}", r[1], r[2], r[3], _epoch_text(r[4])) for r in rows],
+                )
+            )
+            if self._has_events():
+                events = self.query(
+                    "SELECT seq, kind, payload, created FROM memory_events "
+                    "WHERE json_valid(payload) AND json_extract(payload, '$.session') = ? "
+                    "AND json_extract(payload, '$.name') = ? ORDER BY seq",
+                    (session, name),
+                )
+                sections.append(
+                    DetailSection(
+                        title="memory events",
+                        columns=("seq", "kind", "payload", "created"),
+                        rows=[(r[0], r[1], r[2], _epoch_text(r[3])) for r in events],
+                        note=None if events else "no events name this preference",
+                    )
+                )
+        else:
+            meta = record.metadata
+            sections.append(
+                DetailSection(
+                    title="context revision",
+                    columns=("stamped", "session now", "eligible for future context"),
+                    rows=[
+                        (
+                            meta["context_revision"],
+                            meta["session_revision"],
+                            "yes" if meta["eligible"] else "no (its session's revision moved on)",
+                        )
+                    ],
+                )
+            )
+        sections.append(self.history_section(record.id))
+        return sections
+
+    # -- forget
+
+    def _versions(self, record: SourceRecord) -> list[tuple[Any, ...]]:
+        return self.query(
+            "SELECT id, value FROM assistant_preferences WHERE session = ? AND name = ? "
+            "ORDER BY id",
+            (record.scope["session"], record.scope["name"]),
+        )
+
+    def forget_preview(self, record_id: str) -> dict[str, Any]:
+        record = self.get(record_id)
+        if record is None:
+            raise SourceError(f"no record with id {record_id}")
+        if record.tier != "preference":
+            raise SourceError(self._work_refusal())
+        versions = self._versions(record)
+        work = (
+            self.query(
+                "SELECT count(*) FROM assistant_work WHERE session = ?", (record.scope["session"],)
+            )[0][0]
+            if self._has_work()
+            else 0
+        )
+        return {
+            "records": [f"pref:{v[0]}" for v in versions],
+            "rule": (
+                f"every version of {record.scope['name']!r} in session "
+                f"{record.scope['session']!r} deleted, the session's revision advanced "
+                "(its past work leaves future context), an event logged without the value"
+            ),
+            "counts": {"versions": len(versions), "session_work": work},
+        }
+
+    def _work_refusal(self) -> str:
+        return (
+            "only preferences are forgotten in an explicit-preference store (its forget "
+            "rule); a work result leaves future context when its session's revision advances"
+        )
+
+    def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
+        if record.tier != "preference":
+            raise SourceError(self._work_refusal())
+        session, name = record.scope["session"], record.scope["name"]
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            versions = conn.execute(
+                "SELECT id, value FROM assistant_preferences WHERE session = ? AND name = ?",
+                (session, name),
+            ).fetchall()
+            conn.execute(
+                "DELETE FROM assistant_preferences WHERE session = ? AND name = ?", (session, name)
+            )
+            conn.execute(
+                "INSERT INTO assistant_memory_revisions (session, revision) VALUES (?, 1) "
+                "ON CONFLICT(session) DO UPDATE SET revision = revision + 1",
+                (session,),
+            )
+            revision = conn.execute(
+                "SELECT revision FROM assistant_memory_revisions WHERE session = ?", (session,)
+            ).fetchone()[0]
+            if self._has_events():
+                conn.execute(
+                    "INSERT INTO memory_events (kind, payload, created) VALUES (?, ?, ?)",
+                    (
+                        "preference_forgotten",
+                        json.dumps(
+                            {
+                                "session": session,
+                                "name": name,
+                                "versions_deleted": len(versions),
+                                "revision": revision,
+                                "by": "memtui",
+                            },
+                            sort_keys=True,
+                        ),
+                        self.now().timestamp(),
+                    ),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        gone = (
+            conn.execute(
+                "SELECT 1 FROM assistant_preferences WHERE session = ? AND name = ?",
+                (session, name),
+            ).fetchone()
+            is None
+        )
+        values = sorted({str(v[1]) for v in versions})
+        # A value quoted by past work stays in the file with that work (the
+        # store's rule keeps work results; they leave future context instead):
+        # look for the bytes only of values nothing else quotes.
+        probes: list[bytes] = []
+        kept_quotes = 0
+        for value in values:
+            quoted = 0
+            if self._has_work():
+                quoted = conn.execute(
+                    "SELECT count(*) FROM assistant_work WHERE instr(prompt, ?) > 0 "
+                    "OR instr(coalesce(result, ''), ?) > 0",
+                    (value, value),
+                ).fetchone()[0]
+            kept_quotes += quoted
+            if not quoted:
+                probes.append(value.encode("utf-8"))
+        work_ids = (
+            [
+                f"work:{r[0]}"
+                for r in conn.execute(
+                    "SELECT id FROM assistant_work WHERE session = ?", (session,)
+                ).fetchall()
+            ]
+            if self._has_work()
+            else []
+        )
+        return {
+            "removed": [f"pref:{v[0]}" for v in versions],
+            "touched": work_ids,
+            "checks": {"versions_gone": gone},
+            "probes": probes,
+            "details": {
+                "versions_deleted": len(versions),
+                "session_revision": revision,
+                "work_rows_quoting_value": kept_quotes,
+            },
+        }

@@ -1,0 +1,146 @@
+"""Explicit-preference stores: sessions as scopes, versions, eligible work, the forget rule."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+from fixtures.sources_support import CANARY, CANARY2, PREFERENCES, copy_fixture, occurrences
+
+from memtui.cli import main
+from memtui.sources import SourceError, open_source
+from memtui.sources.preferences import PreferenceSource
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
+
+
+@pytest.fixture
+def prefs(tmp_path):
+    return copy_fixture(PREFERENCES, tmp_path / "store")
+
+
+def rows(path, sql, params=()):
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def test_sessions_are_scopes_and_versions_are_shown(prefs):
+    with open_source(prefs) as source:
+        assert isinstance(source, PreferenceSource) and source.read_only
+        facets = {f.tier: f for f in source.facets(include_hidden=True)}
+        assert facets["preference"].scopes["session"] == {"s-alpha": 4, "s-beta": 3}
+        assert facets["work"].scopes["origin"] == {"chat": 3, "scheduler": 1}
+        live = [r.id for r in source.page({"tier": "preference", "session": "s-alpha"}).records]
+        assert live == ["pref:2", "pref:4"]  # the active versions
+        old = source.get("pref:1")
+        assert old.state == "inactive" and old.metadata["version"] == 1
+        versions = source.detail("pref:2")[0]
+        assert versions.title == "versions of 'tone' in session 's-alpha'"
+        assert [(r[0], r[1], r[3]) for r in versions.rows] == [
+            ("pref:1", "", "onboarding form"),
+            ("pref:2", "active", "chat 2026-11-02"),
+        ]
+        assert "no expiry" in source.expiry_rule
+
+
+def test_work_shows_its_revision_and_eligibility(prefs):
+    with open_source(prefs) as source:
+        eligible = [r.id for r in source.page({"tier": "work"}).records]
+        assert eligible == ["work:1", "work:3", "work:4"]
+        stale = source.get("work:2")
+        assert stale.state == "inactive"
+        assert stale.metadata["context_revision"] == 2 and stale.metadata["session_revision"] == 3
+        section = source.detail("work:2")[0]
+        assert section.rows[0][2].startswith("no")
+        assert source.notes(stale) == "rev 2 (session at 3): not eligible · done"
+
+
+def test_forget_applies_the_stores_rule_in_one_transaction(prefs):
+    assert occurrences(prefs, CANARY)["word"] == 1  # only in the old allergy version
+    with open_source(prefs, allow_writes=True, operator="ana") as source:
+        assert [r.id for r in source.search(CANARY2).results] == ["pref:4", "work:1"]
+        preview = source.forget_preview("pref:4")
+        assert preview["records"] == ["pref:3", "pref:4"]
+        outcome = source.forget("pref:4", reason="the user asked us to forget it")
+        assert outcome.verified and outcome.removed == ("pref:3", "pref:4")
+        # Every version gone; the session's revision advanced; unrelated preferences survive.
+        assert source.get("pref:3") is None and source.get("pref:4") is None
+        assert [r.id for r in source.page({"tier": "preference"}).records] == [
+            "pref:2",
+            "pref:5",
+            "pref:7",
+        ]
+        # Search and the eligible-work view no longer show the value anywhere.
+        assert source.search(CANARY2).results == []
+        assert source.search(CANARY).results == []
+        assert source.search("allergic").results == []
+        view = json.dumps([r.to_json() for r in source.iter_records()])
+        assert CANARY2 not in view and CANARY not in view and "allergic" not in view
+        assert [r.id for r in source.page({"tier": "work"}).records] == ["work:3", "work:4"]
+        assert source.get("work:1").state == "inactive"  # stamped with revision 3, now 4
+        assert source.search("casual").results[0].id == "pref:2"
+        events = source.audit_events()
+        assert [e["action"] for e in events] == ["forget", "forget-intent"]
+        assert events[0]["details"]["versions_deleted"] == 2
+        assert events[0]["details"]["session_revision"] == 4
+        assert CANARY2 not in json.dumps(events) and "allergic" not in json.dumps(events)
+    assert rows(prefs, "SELECT session, revision FROM assistant_memory_revisions ORDER BY 1") == [
+        ("s-alpha", 4),
+        ("s-beta", 1),
+    ]
+    kind, payload = rows(prefs, "SELECT kind, payload FROM memory_events ORDER BY seq DESC")[0]
+    assert kind == "preference_forgotten"
+    assert json.loads(payload) == {
+        "by": "memtui",
+        "name": "allergy",
+        "revision": 4,
+        "session": "s-alpha",
+        "versions_deleted": 2,
+    }
+    # The old version's text is gone from the file's bytes; the work result that
+    # quoted the newer value stays on file (the store's rule), out of future context.
+    assert occurrences(prefs, CANARY) == {"word": 0, "tail": 0}
+    assert rows(prefs, "SELECT count(*) FROM assistant_work WHERE result LIKE ?", (f"%{CANARY2}%",))
+
+
+def test_the_forget_is_all_or_nothing(prefs):
+    with open_source(prefs, allow_writes=True) as source:
+        source._conn.execute(
+            "CREATE TEMP TRIGGER refuse BEFORE INSERT ON memory_events "
+            "BEGIN SELECT RAISE(ABORT, 'event log full'); END"
+        )
+        with pytest.raises(SourceError, match="nothing was changed"):
+            source.forget("pref:4", reason="r")
+        assert source.get("pref:3") is not None and source.get("pref:4") is not None
+    assert rows(
+        prefs, "SELECT revision FROM assistant_memory_revisions WHERE session = 's-alpha'"
+    ) == [(3,)]
+
+
+def test_work_results_are_not_forgotten_one_by_one(prefs):
+    with open_source(prefs, allow_writes=True) as source:
+        with pytest.raises(SourceError, match="only preferences are forgotten"):
+            source.forget("work:1", reason="r")
+        assert source.audit_events() == []
+
+
+def test_cli_forget_needs_allow_writes_then_follows_the_rule(prefs):
+    runner = CliRunner()
+    refused = runner.invoke(main, ["forget", str(prefs), "pref:4", "--reason", "r", "--yes"])
+    assert refused.exit_code == 1 and "--allow-writes" in refused.output
+    done = runner.invoke(
+        main, ["forget", str(prefs), "pref:4", "--reason", "asked", "--yes", "--allow-writes"]
+    )
+    assert done.exit_code == 0, done.output
+    assert "forgot record #pref:4 and pref:3: erasure verified" in done.output
+    listed = runner.invoke(main, ["records", str(prefs), "--json"])
+    assert CANARY2 not in listed.output and "pref:2" in listed.output
