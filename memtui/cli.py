@@ -20,7 +20,7 @@ from memtui.commands.common import (
 from memtui.commands.lanes import lanes
 from memtui.commands.maintenance import check, compact, reindex_text
 from memtui.commands.search import reindex, search
-from memtui.commands.sources import audit, cache, forget, info, records, refute
+from memtui.commands.sources import audit, cache, forget, forget_gaps, info, records, refute
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import DEFAULT_EMBEDDER_NAME, resolve_embedder
 from memtui.core.store import MemoryStore
@@ -198,6 +198,7 @@ main.add_command(lanes)
 
 main.add_command(records)
 main.add_command(forget)
+main.add_command(forget_gaps)
 main.add_command(refute)
 main.add_command(audit)
 main.add_command(cache)

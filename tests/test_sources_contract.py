@@ -1,7 +1,8 @@
 """The MemorySource contract, run against every implementation on real files.
 
-Each case opens a real store (the native sample database, or a copy of a
-committed fixture written by the real library or the documented schema).
+Each case opens a real store (the native sample database, a copy of a
+committed fixture written by the real library or the documented schema, or a
+Qdrant folder written in the test by qdrant-client).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 
 import pytest
 from conftest import NOW, SAMPLE_CORPUS, fixed_clock
+from fixtures.qdrant_support import MEM0_IDS, copy_mem0_store, make_cyber_folder
+from fixtures.qdrant_support import record_id as cyber_id
 from fixtures.sources_support import (
     LANGGRAPH,
     LANGGRAPH_VECTORS,
@@ -70,6 +73,8 @@ CASES = [
         "archival:passage-00000000-0000-4000-8000-000000000005",
         embedder=HashEmbedder(8),
     ),
+    Case("cyber-autoagent", "staging credential", cyber_id(8), embedder=HashEmbedder(8)),
+    Case("mem0", "passport", MEM0_IDS["passport"], embedder=HashEmbedder(8)),
 ]
 
 
@@ -86,6 +91,10 @@ def make_store(case: Case, folder: Path) -> Path:
         with MemoryStore(path, clock=fixed_clock, embedder=HashEmbedder(), operator="t") as store:
             store.ingest(load_corpus(SAMPLE_CORPUS), source="memory-corpus.json")
         return path
+    if case.name == "cyber-autoagent":
+        return make_cyber_folder(folder / "qdrant")
+    if case.name == "mem0":
+        return copy_mem0_store(folder)
     source = {
         "langgraph": LANGGRAPH,
         "langgraph-vectors": LANGGRAPH_VECTORS,

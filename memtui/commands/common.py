@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
@@ -82,18 +83,21 @@ def open_store(
 
 
 def open_cli_source(
-    path: str | Path,
+    path: str | Path | None,
     *,
     read_only: bool | None = None,
     allow_writes: bool = False,
     audit_db: Path | None = None,
     now: str | None = None,
     operator: str | None = None,
+    **qdrant: Any,
 ) -> MemorySource:
     """Open any memory store the CLI is pointed at (see ``memtui.sources.open_source``).
 
     ``MEMTUI_NOW`` pins the clock of time-based stores; ``--now`` overrides it
-    (ISO-8601, or a whole number for a logical-time store).
+    (ISO-8601, or a whole number for a logical-time store). ``qdrant`` holds
+    the Qdrant options (``qdrant_options``): a server URL instead of a PATH,
+    the collection, Cyber-AutoAgent's memory mode, mem0's history.
     """
     return open_source(
         path,
@@ -103,7 +107,62 @@ def open_cli_source(
         now=now,
         clock=fixed_clock(),
         operator=operator,
+        **{k: v for k, v in qdrant.items() if v is not None},
     )
+
+
+QDRANT_KEYS = ("qdrant_url", "api_key", "collection", "memory_mode", "mem0_history")
+
+
+def qdrant_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--qdrant-url``, ``--api-key``, ``--collection``, ``--memory-mode``, ``--mem0-history``.
+
+    The command receives them as one dict argument, ``qdrant``, for ``open_cli_source``.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        kwargs["qdrant"] = {key: kwargs.pop(key, None) for key in QDRANT_KEYS}
+        return func(*args, **kwargs)
+
+    options = [
+        click.option(
+            "--qdrant-url",
+            default=None,
+            metavar="URL",
+            help="Open a Qdrant server instead of a PATH (needs pip install 'memtui[qdrant]').",
+        ),
+        click.option(
+            "--api-key",
+            envvar="QDRANT_API_KEY",
+            default=None,
+            metavar="KEY",
+            help="API key of the Qdrant server (default: $QDRANT_API_KEY).",
+        ),
+        click.option(
+            "--collection",
+            default=None,
+            metavar="NAME",
+            help="Qdrant collection (default: cyber_autoagent_memories or mem0 when present).",
+        ),
+        click.option(
+            "--memory-mode",
+            type=click.Choice(["operation", "shared"]),
+            default=None,
+            help="Cyber-AutoAgent's scope rule for --filter target=... (operation also needs "
+            "--filter operation=ID; shared drops it).",
+        ),
+        click.option(
+            "--mem0-history",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="mem0's history.db (default: found inside or next to the folder, "
+            "$MEM0_DIR, ~/.mem0).",
+        ),
+    ]
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper
 
 
 def source_options(*, writes: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -210,7 +269,9 @@ operator_option = click.option(
     help="Who is acting, for the audit log (default: $MEMTUI_OPERATOR, then the OS user).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
-db_argument = click.argument("db", type=click.Path(dir_okay=False, path_type=Path))
+db_argument = click.argument("db", type=click.Path(path_type=Path))
+#: a store PATH (a file or a Qdrant folder), optional when --qdrant-url names a server
+source_argument = click.argument("db", required=False, type=click.Path(path_type=Path))
 
 
 def scope_filters(

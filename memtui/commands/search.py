@@ -20,6 +20,7 @@ from memtui.commands.common import (
     open_cli_source,
     open_store,
     operator_option,
+    qdrant_options,
     scope_filters,
     source_options,
 )
@@ -51,8 +52,7 @@ def _parse_weights(
 
 
 @click.command()
-@db_argument
-@click.argument("query")
+@click.argument("args", nargs=-1, required=True, metavar="[DB] QUERY")
 @click.option("--explain", is_flag=True, help="Show each result's arithmetic and BM25 terms.")
 @click.option(
     "--embedder",
@@ -80,10 +80,10 @@ def _parse_weights(
 )
 @filter_options
 @source_options(writes=False)
+@qdrant_options
 @json_option
 def search(
-    db: Path,
-    query: str,
+    args: tuple[str, ...],
     explain: bool,
     embedder_name: str | None,
     keyword_only: bool,
@@ -99,21 +99,32 @@ def search(
     tool: str | None,
     extra: tuple[str, ...],
     now: str | None,
+    qdrant: dict[str, Any],
     as_json: bool,
 ) -> None:
     """Hybrid search of DB: keyword (BM25) and vector lanes, merged; --explain shows why.
 
-    DB is any memory store memtui recognizes; for a foreign store the keyword
-    index is built once into memtui's cache folder, and the vector lane uses
-    the store's own vectors with the --embedder given (same dimension).
+    DB is any memory store memtui recognizes (a file or a Qdrant local folder;
+    leave it out with --qdrant-url URL); for a foreign store the keyword index
+    is built once into memtui's cache folder, and the vector lane uses the
+    store's own vectors with the --embedder given (same dimension).
     """
+    if len(args) == 2:
+        db: Path | None = Path(args[0])
+        query = args[1]
+    elif len(args) == 1 and qdrant.get("qdrant_url"):
+        db, query = None, args[0]
+    elif len(args) == 1:
+        raise click.UsageError("give the store and the query: DB QUERY")
+    else:
+        raise click.UsageError("too many arguments: DB QUERY (quote a query of several words)")
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
     embedder = None
     if embedder_name is not None:
         embedder = resolve_embedder(embedder_name)
         if embedder is None:
             keyword_only = True
-    with open_cli_source(db, read_only=True, now=now) as source:
+    with open_cli_source(db, read_only=True, now=now, **qdrant) as source:
         source.check_filters(filters)
         progress = None
         if source.kind != "memtui" and not source.index_status()["ready"]:
@@ -234,6 +245,10 @@ def _print_header(out: Console, response: SearchResponse) -> None:
     source = trace.get("source")
     if source and source.get("kind") != "memtui":
         out.print(safe_text(f"expiry: {source['expiry_rule']} (now {trace['now']})", style="dim"))
+    mode = trace.get("memory_mode")
+    if mode and mode.get("mode"):
+        dropped = " (the operation filter was dropped)" if mode.get("dropped") else ""
+        out.print(safe_text(f"{mode['rule']}{dropped}", style="dim"))
     if not response.results:
         out.print(Text("no results", style="yellow"))
         return

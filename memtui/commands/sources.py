@@ -26,8 +26,10 @@ from memtui.commands.common import (
     json_option,
     open_cli_source,
     operator_option,
+    qdrant_options,
     scope_filters,
     short_time,
+    source_argument,
     source_options,
 )
 from memtui.render import escape_controls, one_line, safe_text
@@ -37,7 +39,13 @@ from memtui.sources.cache import cache_root, clear_caches, list_caches
 
 
 def _scope_text(record: SourceRecord) -> str:
-    return " ".join(f"{k}={v}" for k, v in record.scope.items() if v is not None)
+    parts = []
+    for key, value in record.scope.items():
+        if value is None or value == []:
+            continue
+        shown = ",".join(str(v) for v in value) if isinstance(value, list) else value
+        parts.append(f"{key}={shown}")
+    return " ".join(parts)
 
 
 def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
@@ -91,7 +99,7 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
 
 
 @click.command()
-@db_argument
+@source_argument
 @filter_options
 @click.option(
     "--all",
@@ -102,9 +110,10 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N records.")
 @click.option("--after", default=None, metavar="ID", help="Only records after this id (paging).")
 @source_options(writes=False)
+@qdrant_options
 @json_option
 def records(
-    db: Path,
+    db: Path | None,
     tier: str | None,
     record_type: str | None,
     profile: str | None,
@@ -116,11 +125,15 @@ def records(
     limit: int | None,
     after: str | None,
     now: str | None,
+    qdrant: dict[str, Any],
     as_json: bool,
 ) -> None:
-    """List records of DB (any memory store memtui recognizes), filtered by scope."""
+    """List records of DB (any memory store memtui recognizes), filtered by scope.
+
+    DB is a file, a Qdrant local folder, or nothing with --qdrant-url URL.
+    """
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
-    with open_cli_source(db, read_only=True, now=now) as source:
+    with open_cli_source(db, read_only=True, now=now, **qdrant) as source:
         found: list[SourceRecord] = []
         cursor = after
         while limit is None or len(found) < limit:
@@ -137,25 +150,29 @@ def records(
 
 
 @click.command()
-@db_argument
-@click.argument("record_id")
+@click.argument("args", nargs=-1, required=True, metavar="[DB] RECORD_ID")
 @click.option("--reason", required=True, help="Why: written to the audit log.")
 @click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
 @source_options(writes=True)
+@qdrant_options
 @operator_option
 def forget(
-    db: Path,
-    record_id: str,
+    args: tuple[str, ...],
     reason: str,
     assume_yes: bool,
     now: str | None,
     allow_writes: bool,
     audit_db: Path | None,
+    qdrant: dict[str, Any],
     operator: str | None,
 ) -> None:
-    """Erase one record for good, by the store's own forget rule (audited, verified)."""
+    """Erase one record for good, by the store's own forget rule (audited, verified).
+
+    `forget DB RECORD_ID`, or `forget RECORD_ID --qdrant-url URL` for a Qdrant server.
+    """
+    db, record_id = _store_and_id(args, qdrant)
     with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator
+        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
     ) as source:
         record = source.get(record_id)
         if record is None:
@@ -181,6 +198,17 @@ def forget(
     click.echo(f"forgot record #{escape_controls(outcome.record_id)}{extra}: {status} ({events})")
     if not outcome.verified:
         sys.exit(3)
+
+
+def _store_and_id(args: tuple[str, ...], qdrant: dict[str, Any]) -> tuple[Path | None, str]:
+    """``DB RECORD_ID``, or only ``RECORD_ID`` when --qdrant-url names the store."""
+    if len(args) == 2:
+        return Path(args[0]), args[1]
+    if len(args) == 1 and qdrant.get("qdrant_url"):
+        return None, args[0]
+    if len(args) == 1:
+        raise click.UsageError("give the store and the record: DB RECORD_ID")
+    raise click.UsageError("too many arguments: DB RECORD_ID")
 
 
 @click.command()
@@ -214,13 +242,20 @@ audit_db_option = click.option(
 
 
 @audit.command("list")
-@db_argument
+@source_argument
 @click.option("--limit", type=click.IntRange(min=1), default=None)
 @audit_db_option
+@qdrant_options
 @json_option
-def audit_list(db: Path, limit: int | None, audit_db: Path | None, as_json: bool) -> None:
+def audit_list(
+    db: Path | None,
+    limit: int | None,
+    audit_db: Path | None,
+    qdrant: dict[str, Any],
+    as_json: bool,
+) -> None:
     """List audit events, newest first."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, **qdrant) as source:
         events = source.audit_events(limit=limit)
         broken = source.verify_audit()
     if as_json:
@@ -268,11 +303,12 @@ def audit_list(db: Path, limit: int | None, audit_db: Path | None, as_json: bool
 
 
 @audit.command("verify")
-@db_argument
+@source_argument
 @audit_db_option
-def audit_verify(db: Path, audit_db: Path | None) -> None:
+@qdrant_options
+def audit_verify(db: Path | None, audit_db: Path | None, qdrant: dict[str, Any]) -> None:
     """Check the audit log's hash chain; exit 1 at the first broken link."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, **qdrant) as source:
         broken = source.verify_audit()
         count = len(source.audit_events())
     if broken is not None:
@@ -281,11 +317,12 @@ def audit_verify(db: Path, audit_db: Path | None) -> None:
 
 
 @audit.command("head")
-@db_argument
+@source_argument
 @audit_db_option
-def audit_head(db: Path, audit_db: Path | None) -> None:
+@qdrant_options
+def audit_head(db: Path | None, audit_db: Path | None, qdrant: dict[str, Any]) -> None:
     """Print the chain head (last event id and hash) to record elsewhere."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, **qdrant) as source:
         head = source.audit_head()
     if head is None:
         click.echo("audit log is empty")
@@ -331,12 +368,13 @@ def cache_clear() -> None:
 
 
 @click.command()
-@db_argument
+@source_argument
 @source_options(writes=False)
+@qdrant_options
 @json_option
-def info(db: Path, now: str | None, as_json: bool) -> None:
+def info(db: Path | None, now: str | None, qdrant: dict[str, Any], as_json: bool) -> None:
     """What DB is: its kind, what memtui can do with it, its expiry rule, counts and gaps."""
-    with open_cli_source(db, read_only=True, now=now) as source:
+    with open_cli_source(db, read_only=True, now=now, **qdrant) as source:
         summary = source.summary()
         facets = source.facets(include_hidden=True)
         live = {f.tier: f.count for f in source.facets()}
@@ -361,6 +399,9 @@ def info(db: Path, now: str | None, as_json: bool) -> None:
             ],
             "index": source.index_status(),
         }
+        collections = getattr(source, "collections", None)
+        if callable(collections):
+            data["collections"] = [c.to_json() for c in collections()]
     if as_json:
         emit_json(data)
         return
@@ -371,7 +412,8 @@ def info(db: Path, now: str | None, as_json: bool) -> None:
     out.print(Text("scope keys: " + ", ".join(data["scope_keys"])))
     out.print(Text("counts: " + ", ".join(f"{k} {v}" for k, v in data["counts"].items())))
     for note in data["notes"]:
-        style = "bold yellow" if note.startswith(("erasure gap", "interrupted")) else "dim"
+        loud = ("erasure gap", "interrupted", "the agent is live")
+        style = "bold yellow" if note.startswith(loud) else "dim"
         out.print(safe_text(note, style=style))
     table = Table(title="tiers", title_justify="left")
     for column in ("tier", "records", "live", "scopes"):
@@ -389,3 +431,74 @@ def info(db: Path, now: str | None, as_json: bool) -> None:
             one_line(scopes, 400),
         )
     out.print(table)
+    if data.get("collections"):
+        listing = Table(title="collections in this store", title_justify="left")
+        for column in ("collection", "points", "dims", "distance", "holds"):
+            listing.add_column(column, overflow="fold")
+        for item in data["collections"]:
+            listing.add_row(
+                one_line(item["name"], 80),
+                str(item["points"]),
+                str(item["dims"]),
+                str(item["distance"]),
+                item["label"],
+            )
+        out.print(listing)
+
+
+@click.command("forget-gaps")
+@source_argument
+@click.option("--reason", required=True, help="Why: written to the audit log.")
+@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
+@source_options(writes=True)
+@qdrant_options
+@operator_option
+def forget_gaps(
+    db: Path | None,
+    reason: str,
+    assume_yes: bool,
+    now: str | None,
+    allow_writes: bool,
+    audit_db: Path | None,
+    qdrant: dict[str, Any],
+    operator: str | None,
+) -> None:
+    """Clear the text a store's own deletes left behind (mem0: deleted memories' history).
+
+    mem0's delete removes the point but keeps the memory's text in history.db
+    (the DELETE row's old_memory, the ADD and UPDATE rows). This clears that
+    text in every such row (the events stay), with secure_delete on, purges the
+    freed pages of history.db and storage.sqlite (VACUUM), checks the bytes,
+    and writes an intent and an outcome audit event. Needs --allow-writes.
+    """
+    with open_cli_source(
+        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
+    ) as source:
+        clear = getattr(source, "forget_gaps", None)
+        if clear is None:
+            raise click.ClickException(
+                f"forget-gaps clears what mem0's own deletes leave in its history; "
+                f"{source.kind_label} has no such gap for memtui to clear"
+            )
+        source.require("forget", "forget-gaps")
+        preview = source.forget_gaps_preview()  # type: ignore[attr-defined]
+        counts = preview["counts"]
+        if not preview["records"]:
+            click.echo("no erasure gap: no deleted memory has text left in the history")
+            return
+        confirm_or_abort(
+            f"Clear the text of {counts['memories']} deleted memor"
+            f"{'y' if counts['memories'] == 1 else 'ies'} "
+            f"({counts['history_rows_with_text']} history rows; the events stay) and purge the "
+            "freed pages? This cannot be undone",
+            assume_yes,
+        )
+        outcome = clear(reason=reason, operator=operator)
+    status = "erasure verified" if outcome.verified else f"erasure NOT verified ({outcome.problem})"
+    click.echo(
+        f"cleared the text of {len(outcome.record_ids)} deleted memories "
+        f"({outcome.history_rows} history rows): {status} "
+        f"(audit events #{outcome.intent_event_id} intent, #{outcome.event_id} outcome)"
+    )
+    if not outcome.verified:
+        sys.exit(3)

@@ -50,6 +50,11 @@ KINDS: tuple[Kind, ...] = (
         "tenant evidence store",
         "a table with tenant, revision, kind, body, source, expiry",
     ),
+    Kind(
+        "qdrant",
+        "Qdrant local folder (Cyber-AutoAgent, mem0)",
+        "a folder with meta.json + collection/<name>/storage.sqlite",
+    ),
 )
 
 
@@ -120,13 +125,21 @@ def tenant_table(schema: Schema) -> str | None:
     return None
 
 
+def _is_qdrant_storage(schema: Schema) -> bool:
+    return schema.get("points") == {"id", "point"}
+
+
 def recognize(path: Path) -> tuple[str, Schema, int]:
     """The kind of store at ``path`` (see ``KINDS``), or a one-line ``SourceError``."""
     if not path.exists():
         raise SourceError(f"no database at {path}; check the path")
     if path.is_dir():
+        from memtui.sources.qdrant import find_qdrant_folder
+
+        if find_qdrant_folder(path) is not None:
+            return "qdrant", {}, 0
         raise SourceError(
-            f"{path} is a folder; memtui opens SQLite files: "
+            f"{path} is a folder; memtui opens SQLite files and Qdrant local folders: "
             + "; ".join(k.describe() for k in KINDS)
         )
     try:
@@ -149,6 +162,8 @@ def recognize(path: Path) -> tuple[str, Schema, int]:
         return "letta", schema, version
     if tenant_table(schema):
         return "tenant-evidence", schema, version
+    if _is_qdrant_storage(schema):
+        return "qdrant", schema, version
     found = ", ".join(
         f"{t}({', '.join(sorted(c)[:8])}{', ...' if len(c) > 8 else ''})"
         for t, c in sorted(schema.items())[:12]
@@ -192,7 +207,7 @@ def _logical_now(now: Any) -> int | None:
 
 
 def open_source(
-    path: str | Path,
+    path: str | Path | None,
     *,
     read_only: bool | None = None,
     allow_writes: bool = False,
@@ -202,6 +217,12 @@ def open_source(
     embedder: Embedder | None = None,
     operator: str | None = None,
     cache_root: Path | None = None,
+    collection: str | None = None,
+    qdrant_url: str | None = None,
+    api_key: str | None = None,
+    qdrant_client: Any = None,
+    memory_mode: str | None = None,
+    mem0_history: str | Path | None = None,
 ) -> MemorySource:
     """Open the memory store at ``path`` behind the ``MemorySource`` interface.
 
@@ -213,9 +234,47 @@ def open_source(
       time-based stores, a whole number for a logical-time store.
     - ``cache_root``: where the keyword index of a foreign store is cached
       (default ``$XDG_CACHE_HOME/memtui/sources``).
+    - Qdrant (``memtui.sources.qdrant``): ``collection`` picks one (else the
+      Cyber-AutoAgent or mem0 collection, else ``CollectionChoiceError``);
+      ``qdrant_url`` (and ``api_key``, or a ready ``qdrant_client``) opens a
+      server instead of ``path``; ``memory_mode`` (``operation``/``shared``)
+      applies Cyber-AutoAgent's scope rule; ``mem0_history`` names mem0's
+      ``history.db``.
     """
+    qdrant_options = {"memory_mode": memory_mode, "mem0_history": mem0_history}
+    if qdrant_url is not None or qdrant_client is not None:
+        if path:
+            raise SourceError("give a store PATH or --qdrant-url, not both")
+        from memtui.sources.qdrant import open_qdrant_server
+
+        return open_qdrant_server(
+            qdrant_url or ":memory:",
+            api_key=api_key,
+            collection=collection,
+            client=qdrant_client,
+            read_only=read_only is True or not allow_writes,
+            options=qdrant_options,
+            cache_root=cache_root,
+            audit_db=audit_db,
+            clock=_clock_from(now, clock),
+            operator=operator,
+        )
+    if path is None or str(path) == "":
+        raise SourceError("give a store PATH (or --qdrant-url URL for a Qdrant server)")
     path = Path(path)
     kind, schema, _version = recognize(path)
+    if kind != "qdrant" and (collection or api_key or any(qdrant_options.values())):
+        used = [
+            name
+            for name, value in (
+                ("--collection", collection),
+                ("--api-key", api_key),
+                ("--memory-mode", memory_mode),
+                ("--mem0-history", mem0_history),
+            )
+            if value
+        ]
+        raise SourceError(f"{', '.join(used)} applies to Qdrant stores; {path} is not one")
     if kind == "memtui":
         writable = read_only is not True
         if writable and not path.exists():
@@ -254,4 +313,11 @@ def open_source(
         from memtui.sources.letta import LettaSource
 
         return LettaSource(path, **common)
+    if kind == "qdrant":
+        from memtui.sources.qdrant import open_qdrant_folder
+
+        if path.is_file():  # a collection's storage.sqlite: its folder is two levels up
+            collection = collection or path.parent.name
+            path = path.parent.parent.parent
+        return open_qdrant_folder(path, collection=collection, options=qdrant_options, **common)
     raise SourceError(f"{path}: no adapter for {kind}")  # pragma: no cover

@@ -1,0 +1,729 @@
+"""mem0 (mem0ai 2.x, default local set-up) as a memory source: its Qdrant collection and history.
+
+- Vector store: a Qdrant collection (``mem0`` by default), one point per
+  memory: payload ``data`` (the text), ``hash``, ``created_at``/``updated_at``
+  (UTC ISO), the session ids (``user_id``, ``agent_id``, ``run_id``),
+  ``actor_id``, ``role``, ``text_lemmatized`` (a second copy of the text), and
+  the caller's metadata flattened into the top level. Scope keys are the
+  session ids; a procedural memory (``memory_type: procedural_memory``) is in
+  tier ``procedural``, every other in ``memory``.
+- History: mem0's ``history.db`` (``--mem0-history``, else found inside or
+  next to the Qdrant folder, via ``$MEM0_DIR``, or in ``~/.mem0``; accepted
+  only when it shares memory ids with the collection). Its columns are read
+  first (older releases used ``prev_value``, ``new_value``, ``timestamp``). A
+  record's detail shows its ADD/UPDATE/DELETE events.
+- **Erasure gap**: mem0's own delete removes the point but keeps the text, in
+  the DELETE row's ``old_memory``, the ADD row's ``new_memory`` and every
+  UPDATE row. Such deleted memories are listed as ``deleted`` records (hidden
+  by default) and counted in the summary; so are the raw chat messages of the
+  ``messages`` table.
+- Expiry is mem0's rule: a memory with ``expiration_date`` (``YYYY-MM-DD``) is
+  expired once that date is before today (UTC).
+- Forget (``--allow-writes``): deletes the point (see ``memtui.sources.qdrant``)
+  and clears the text of every history row of the memory (the events stay),
+  with ``secure_delete`` on and ``VACUUM`` in both files, then checks their
+  bytes. ``forget_gaps`` does the same for every memory mem0 deleted itself.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memtui.core.records import format_timestamp
+from memtui.sources.audit import INTENT
+from memtui.sources.base import (
+    DetailSection,
+    SourceError,
+    SourceRecord,
+    SourceSummary,
+    require_reason,
+)
+from memtui.sources.qdrant import (
+    BUSY_TIMEOUT_MS,
+    FolderBackend,
+    PointData,
+    QdrantSource,
+    _uri,
+    pid_of,
+    record_id_of,
+    stat_key,
+)
+
+HISTORY_FILE = "history.db"
+# logical column -> the names mem0 releases gave it, newest first
+HISTORY_COLUMNS: dict[str, tuple[str, ...]] = {
+    "id": ("id",),
+    "memory_id": ("memory_id",),
+    "old_memory": ("old_memory", "prev_value"),
+    "new_memory": ("new_memory", "new_value"),
+    "event": ("event",),
+    "created_at": ("created_at", "timestamp"),
+    "updated_at": ("updated_at",),
+    "is_deleted": ("is_deleted",),
+    "actor_id": ("actor_id",),
+    "role": ("role",),
+}
+TEXT_COLUMNS = ("old_memory", "new_memory")
+CORE_KEYS = {
+    "data",
+    "hash",
+    "created_at",
+    "updated_at",
+    "text_lemmatized",
+    "user_id",
+    "agent_id",
+    "run_id",
+    "actor_id",
+    "role",
+    "attributed_to",
+    "expiration_date",
+    "memory_type",
+}
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    rowid: int
+    id: Any
+    memory_id: str
+    old_memory: str | None
+    new_memory: str | None
+    event: str | None
+    created_at: Any
+    updated_at: Any
+    is_deleted: Any
+    actor_id: Any
+    role: Any
+
+    def texts(self) -> list[str]:
+        return [t for t in (self.old_memory, self.new_memory) if isinstance(t, str) and t]
+
+
+class Mem0History:
+    """mem0's ``history.db``, read with the columns it really has."""
+
+    def __init__(self, path: Path, *, writable: bool, found: str) -> None:
+        self.path = path
+        self.found = found
+        self.writable = writable
+        try:
+            mode = "rw" if writable else "ro"
+            self.conn = sqlite3.connect(
+                _uri(path, mode=mode), uri=True, isolation_level=None, check_same_thread=False
+            )
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            if writable:
+                self.conn.execute("PRAGMA secure_delete = ON")
+            else:
+                self.conn.execute("PRAGMA query_only = ON")
+            tables = {
+                r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+        except sqlite3.Error as exc:
+            raise SourceError(f"cannot open the mem0 history {path}: {exc}") from None
+        if "history" not in tables:
+            self.conn.close()
+            raise SourceError(f"{path} has no history table: not a mem0 history.db")
+        have = [r[1] for r in self.conn.execute("PRAGMA table_info(history)")]
+        self.columns: dict[str, str | None] = {
+            logical: next((c for c in names if c in have), None)
+            for logical, names in HISTORY_COLUMNS.items()
+        }
+        if not self.columns["memory_id"] or not (
+            self.columns["old_memory"] or self.columns["new_memory"]
+        ):
+            self.conn.close()
+            raise SourceError(
+                f"{path}: its history table has no memory_id/old_memory/new_memory columns "
+                f"(found: {', '.join(have)})"
+            )
+        self.has_messages = "messages" in tables
+
+    def _select(self) -> str:
+        cols = ", ".join(
+            f'"{self.columns[k]}"' if self.columns[k] else "NULL" for k in HISTORY_COLUMNS
+        )
+        return f"SELECT rowid, {cols} FROM history"
+
+    def _order(self) -> str:
+        created = self.columns["created_at"]
+        updated = self.columns["updated_at"]
+        keys = [f'"{created}"' if created else None, f'"{updated}"' if updated else None, "rowid"]
+        return " ORDER BY " + ", ".join(k for k in keys if k)
+
+    def rows(self, memory_id: str | None = None) -> list[HistoryRow]:
+        sql = self._select()
+        params: list[Any] = []
+        if memory_id is not None:
+            sql += f' WHERE "{self.columns["memory_id"]}" = ?'
+            params.append(memory_id)
+        try:
+            found = self.conn.execute(sql + self._order(), params).fetchall()
+        except sqlite3.Error as exc:
+            raise SourceError(f"reading {self.path} failed: {exc}") from None
+        return [HistoryRow(r[0], *r[1:]) for r in found if r[2] is not None]
+
+    def by_memory(self) -> dict[str, list[HistoryRow]]:
+        out: dict[str, list[HistoryRow]] = {}
+        for row in self.rows():
+            out.setdefault(str(row.memory_id), []).append(row)
+        return out
+
+    def memory_ids(self) -> set[str]:
+        column = self.columns["memory_id"]
+        return {
+            str(r[0])
+            for r in self.conn.execute(f'SELECT DISTINCT "{column}" FROM history')
+            if r[0] is not None
+        }
+
+    def messages(self) -> int | None:
+        if not self.has_messages:
+            return None
+        return self.conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+
+    def messages_containing(self, texts: Sequence[str]) -> int:
+        if not self.has_messages or not texts:
+            return 0
+        have = [r[1] for r in self.conn.execute("PRAGMA table_info(messages)")]
+        if "content" not in have:
+            return 0
+        count = 0
+        for text in {t for t in texts if t}:
+            count += self.conn.execute(
+                "SELECT count(*) FROM messages WHERE instr(content, ?) > 0", (text,)
+            ).fetchone()[0]
+        return count
+
+    def clear(self, memory_ids: Sequence[str]) -> int:
+        """Clear the text of every history row of these memories (the events stay)."""
+        sets = ", ".join(f'"{self.columns[c]}" = NULL' for c in TEXT_COLUMNS if self.columns[c])
+        where = f'"{self.columns["memory_id"]}" = ?'
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            cleared = 0
+            for memory_id in memory_ids:
+                cleared += conn.execute(
+                    f"UPDATE history SET {sets} WHERE {where}", (memory_id,)
+                ).rowcount
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return cleared
+
+    def state_key(self) -> Any:
+        return [stat_key(self.path), stat_key(Path(str(self.path) + "-wal"))]
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def history_candidates(folder: Path | None, explicit: Path | None) -> list[tuple[Path, str]]:
+    if explicit is not None:
+        return [(explicit, "given with --mem0-history")]
+    out: list[tuple[Path, str]] = []
+    if folder is not None:
+        out.append((folder / HISTORY_FILE, "inside the Qdrant folder"))
+        out.append((folder.parent / HISTORY_FILE, "next to the Qdrant folder"))
+    env = os.environ.get("MEM0_DIR")
+    if env:
+        out.append((Path(env) / HISTORY_FILE, "in $MEM0_DIR"))
+    out.append((Path.home() / ".mem0" / HISTORY_FILE, "in ~/.mem0"))
+    return out
+
+
+def _expiration(value: Any) -> date | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return date.fromisoformat(value[:10])
+    except ValueError:
+        return None
+
+
+class Mem0Source(QdrantSource):
+    kind = "mem0"
+    kind_label = "mem0 memories (Qdrant)"
+    tiers = ("memory", "procedural")
+    scope_keys = ("user_id", "agent_id", "run_id")
+    hidden_state = "deleted"
+    option_names = ("mem0_history",)
+
+    def __init__(self, *args: Any, mem0_history: str | Path | None = None, **kwargs: Any) -> None:
+        self._history_arg = Path(mem0_history) if mem0_history else None
+        self.history: Mem0History | None = None
+        self._history_resolved = False
+        self._history_notes: list[str] = []
+        self._rows: dict[str, list[HistoryRow]] = {}
+        super().__init__(*args, **kwargs)
+
+    # -- history
+
+    def _resolve_history(self, point_ids: set[str]) -> None:
+        self._history_resolved = True
+        writable = not self.read_only
+        for path, how in history_candidates(self.folder, self._history_arg):
+            if not path.is_file():
+                if self._history_arg is not None:
+                    raise SourceError(f"no mem0 history at {path}")
+                continue
+            try:
+                history = Mem0History(path, writable=writable, found=how)
+            except SourceError:
+                if self._history_arg is not None:
+                    raise
+                self._history_notes.append(f"{path} ({how}) is not a mem0 history.db: ignored")
+                continue
+            shared = history.memory_ids() & point_ids
+            if shared or (self._history_arg is not None and not point_ids):
+                self.history = history
+                return
+            history.close()
+            if self._history_arg is not None:
+                raise SourceError(
+                    f"{path} shares no memory id with collection {self.info.name}: it is not "
+                    "this store's mem0 history"
+                )
+            self._history_notes.append(
+                f"{path} ({how}) shares no memory id with this collection: ignored"
+            )
+
+    def has_history(self) -> bool:
+        return self.history is not None
+
+    def state_key(self) -> Any:
+        history = self.history.state_key() if self.history is not None else None
+        return [super().state_key(), history]
+
+    def _reload(self) -> None:
+        with self._lock:
+            first = not self._history_resolved
+            super()._reload()
+            if first:
+                self._snap.key = self.state_key()
+
+    def prepare(self, points: Mapping[str, PointData]) -> None:
+        if not self._history_resolved:
+            self._resolve_history({str(p.pid) for p in points.values()})
+        self._rows = self.history.by_memory() if self.history is not None else {}
+
+    def extra_records(self, points: Mapping[str, PointData]) -> list[SourceRecord]:
+        out: list[SourceRecord] = []
+        for memory_id, rows in self._rows.items():
+            record_id = self._record_id(memory_id)
+            if record_id is None or record_id in points:
+                continue
+            texts = [t for row in rows for t in row.texts()]
+            if not texts:
+                continue  # deleted and cleared: nothing left to show
+            last = next(
+                (t for row in reversed(rows) for t in (row.new_memory, row.old_memory) if t), ""
+            )
+            deleted_at = next((r.updated_at for r in reversed(rows) if r.event == "DELETE"), None)
+            out.append(
+                SourceRecord(
+                    id=record_id,
+                    tier="memory",
+                    record_type="memory",
+                    content=last,
+                    scope={"user_id": None, "agent_id": None, "run_id": None},
+                    created_at=_text(rows[0].created_at),
+                    expires_at=None,
+                    state="deleted",
+                    metadata={
+                        "memory_id": memory_id,
+                        "deleted_at": _text(deleted_at),
+                        "history_events": [r.event for r in rows],
+                        "erasure_gap": (
+                            "deleted by mem0 (or gone from the collection), but its text is "
+                            f"still readable in {self.history.path if self.history else 'history'}"
+                        ),
+                    },
+                )
+            )
+        return out
+
+    @staticmethod
+    def _record_id(memory_id: str) -> str | None:
+        pid = pid_of(record_id_of(memory_id))
+        return None if pid is None else record_id_of(pid)
+
+    # -- mapping
+
+    @property
+    def expiry_rule(self) -> str:
+        return (
+            "mem0 rule: a memory with expiration_date (YYYY-MM-DD) is expired once that date is "
+            "before today (UTC); the date itself is still live. Memories deleted by mem0 whose "
+            "text is still in history.db are shown as deleted"
+        )
+
+    def _today(self) -> date:
+        return self.now().astimezone(UTC).date()
+
+    def restate(self, record: SourceRecord) -> SourceRecord:
+        if record.state == "deleted":
+            return record
+        expiry = _expiration(record.expires_at)
+        state = "expired" if expiry is not None and expiry < self._today() else "live"
+        return record if state == record.state else replace(record, state=state)
+
+    def record_from_point(self, point: PointData) -> SourceRecord:
+        payload = point.payload
+        expires = payload.get("expiration_date")
+        expiry = _expiration(expires)
+        expired = expiry is not None and expiry < self._today()
+        procedural = payload.get("memory_type") == "procedural_memory"
+        rows = self._rows.get(str(point.pid), [])
+        metadata: dict[str, Any] = {
+            "point_id": point.pid,
+            "hash": payload.get("hash"),
+            "updated_at": payload.get("updated_at"),
+            "actor_id": payload.get("actor_id"),
+            "role": payload.get("role"),
+        }
+        if payload.get("attributed_to") is not None:
+            metadata["attributed_to"] = payload["attributed_to"]
+        metadata["metadata"] = {k: v for k, v in payload.items() if k not in CORE_KEYS}
+        if rows:
+            metadata["history_events"] = [r.event for r in rows]
+        metadata.update(self.embedding_meta(point))
+        return SourceRecord(
+            id=record_id_of(point.pid),
+            tier="procedural" if procedural else "memory",
+            record_type="procedural_memory" if procedural else "memory",
+            content=payload.get("data") if isinstance(payload.get("data"), str) else "",
+            scope={k: _scope(payload.get(k)) for k in self.scope_keys},
+            created_at=_text(payload.get("created_at")),
+            expires_at=expires if isinstance(expires, str) else None,
+            state="expired" if expired else "live",
+            metadata=metadata,
+        )
+
+    def cache_expiry(self, record: SourceRecord) -> str | None:
+        expiry = _expiration(record.expires_at)
+        if expiry is None:
+            return None
+        # live while expiry >= today  <=>  now < (expiry + 1 day) at 00:00 UTC
+        moment = datetime.combine(expiry + timedelta(days=1), datetime.min.time(), UTC)
+        return format_timestamp(moment)
+
+    def notes(self, record: SourceRecord) -> str:
+        if record.state == "deleted":
+            return "deleted by mem0: text still in history.db (erasure gap)"
+        events = record.metadata.get("history_events") or []
+        parts = [str(record.metadata.get("role") or "")]
+        if events:
+            parts.append("history: " + " ".join(str(e) for e in events))
+        return " · ".join(p for p in parts if p)
+
+    def detail(self, record_id: str) -> list[DetailSection]:
+        record = self.get(record_id)
+        if record is None:
+            raise SourceError(f"no record with id {record_id}")
+        sections = super().detail(record_id) if record.state != "deleted" else []
+        memory_id = str(record.metadata.get("point_id") or record.metadata.get("memory_id"))
+        sections.insert(0, self.history_detail(memory_id))
+        if record.state == "deleted":
+            sections.append(self.history_section(record.id))
+        return sections
+
+    def history_detail(self, memory_id: str) -> DetailSection:
+        if self.history is None:
+            return DetailSection(
+                title="mem0 history",
+                note="no history.db found for this store: " + "; ".join(self._history_notes)
+                if self._history_notes
+                else "no history.db found for this store (give it with --mem0-history)",
+            )
+        rows = self.history.rows(memory_id)
+        texts = sum(1 for r in rows if r.texts())
+        return DetailSection(
+            title=f"mem0 history ({self.history.path})",
+            columns=("event", "at", "old memory", "new memory", "actor", "role", "deleted"),
+            rows=[
+                (
+                    r.event,
+                    _text(r.updated_at or r.created_at),
+                    r.old_memory,
+                    r.new_memory,
+                    r.actor_id,
+                    r.role,
+                    bool(r.is_deleted),
+                )
+                for r in rows
+            ],
+            note=(
+                f"{texts} of {len(rows)} history row(s) still hold text"
+                if rows
+                else "no history rows for this memory"
+            ),
+        )
+
+    # -- summary
+
+    def gap_ids(self) -> list[str]:
+        """Record ids of deleted memories whose text is still readable in the history."""
+        return [r.id for r in self._current().records if r.state == "deleted"]
+
+    def summary(self) -> SourceSummary:
+        base = super().summary()
+        counts = dict(base.counts)
+        notes = list(base.notes)
+        head: list[str] = []
+        snap = self._current()
+        if self.history is None:
+            notes.append(
+                "no mem0 history.db found (looked inside and next to the folder, in $MEM0_DIR "
+                "and ~/.mem0); give it with --mem0-history"
+            )
+            notes.extend(self._history_notes)
+        else:
+            gaps = sum(1 for r in snap.records if r.state == "deleted")
+            counts["deleted_with_text"] = gaps
+            counts["history_rows"] = sum(len(v) for v in self._rows.values())
+            superseded = sum(
+                1
+                for record_id in snap.points
+                for row in self._rows.get(str(snap.points[record_id].pid), [])
+                if row.event == "UPDATE" and row.old_memory
+            )
+            counts["earlier_versions"] = superseded
+            messages = self.history.messages()
+            if messages is not None:
+                counts["messages"] = messages
+            if gaps:
+                head.append(
+                    f"erasure gap: {gaps} deleted memor{'y' if gaps == 1 else 'ies'} still "
+                    "have text readable in history.db (mem0's delete keeps it in the DELETE "
+                    "row's old_memory and the ADD/UPDATE rows); clear it with "
+                    "`memtui forget-gaps PATH --allow-writes`"
+                )
+            if superseded:
+                notes.append(
+                    f"{superseded} earlier version(s) of live memories are kept in history.db "
+                    "(UPDATE rows); a memtui forget clears them with the memory"
+                )
+            if messages:
+                notes.append(
+                    f"the messages table holds {messages} raw chat message(s) (mem0 keeps the "
+                    "last 10 per session scope)"
+                )
+            notes.append(
+                f"history: {self.history.path} ({self.history.found}); it may be shared by "
+                "several mem0 stores"
+            )
+        return SourceSummary(
+            kind=base.kind,
+            label=base.label,
+            path=base.path,
+            read_only=base.read_only,
+            counts=counts,
+            notes=head + notes,
+        )
+
+    # -- forget
+
+    def forget_preview(self, record_id: str) -> dict[str, Any]:
+        record = self.get(record_id)
+        if record is None:
+            raise SourceError(f"no record with id {record_id}")
+        memory_id = self._memory_id(record)
+        rows = self.history.rows(memory_id) if self.history is not None else []
+        texts = [t for r in rows for t in r.texts()]
+        point = self.point(record.id) is not None
+        where = "the server" if self.is_server else "storage.sqlite"
+        rule = (
+            f"the point from {where} and the text of its {len(rows)} history row(s) "
+            "(the events stay); freed pages purged (VACUUM) in both files"
+            if point
+            else f"the text of its {len(rows)} history row(s) (mem0 already deleted the point; "
+            "the events stay); freed pages purged (VACUUM)"
+        )
+        return {
+            "records": [record.id],
+            "rule": rule,
+            "counts": {
+                "points": int(point),
+                "history_rows": len(rows),
+                "history_rows_with_text": sum(1 for r in rows if r.texts()),
+                "messages_with_same_text": self.history.messages_containing(
+                    [record.content, *texts]
+                )
+                if self.history is not None
+                else 0,
+            },
+        }
+
+    @staticmethod
+    def _memory_id(record: SourceRecord) -> str:
+        return str(record.metadata.get("point_id") or record.metadata.get("memory_id"))
+
+    def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
+        self._probe_plan = {}
+        checks: dict[str, bool] = {}
+        details: dict[str, Any] = {"collection": self.info.name, "backend": self.backend.kind}
+        point = self.point(record.id)
+        memory_id = self._memory_id(record)
+        texts = {record.content} if record.content else set()
+        if self.history is not None:
+            texts.update(t for r in self.history.rows(memory_id) for t in r.texts())
+        if point is not None:
+            checks.update(self._delete_point(point, record))
+        details["point_deleted"] = point is not None
+        probes = [t.encode("utf-8")[:256] for t in texts if len(t.encode("utf-8")) >= 8]
+        if isinstance(self.backend, FolderBackend):
+            self._probe_plan.setdefault(str(self.backend.storage), []).extend(probes)
+        if self.history is not None:
+            details["messages_with_same_text"] = self.history.messages_containing(sorted(texts))
+            details["history_rows_cleared"] = self.history.clear([memory_id])
+            left = [r for r in self.history.rows(memory_id) if r.texts()]
+            checks["history_text_cleared"] = not left
+            self._probe_plan[str(self.history.path)] = probes
+        return {"removed": [record.id], "checks": checks, "probes": [], "details": details}
+
+    def _purge_extra(self) -> tuple[dict[str, bool], dict[str, Any]]:
+        if self.history is None or str(self.history.path) not in self._probe_plan:
+            return {}, {}
+        return self._purge_connection(
+            self.history.conn, self.history.path, self._probe_plan[str(self.history.path)]
+        )
+
+    def forget_gaps_preview(self) -> dict[str, Any]:
+        ids = self.gap_ids()
+        rows = sum(
+            1
+            for record_id in ids
+            for r in self._rows.get(self._memory_id(self._current().by_id[record_id]), [])
+            if r.texts()
+        )
+        return {"records": ids, "counts": {"memories": len(ids), "history_rows_with_text": rows}}
+
+    def forget_gaps(self, *, reason: str, operator: str | None = None) -> GapsOutcome:
+        """Clear the text mem0's own deletes left in the history (audited, verified)."""
+        self._require_writable()
+        require_reason(reason)
+        if self.history is None:
+            raise SourceError("no mem0 history.db is open for this store: nothing to clear")
+        with self._writer():
+            ids = self.gap_ids()  # what is on disk now, under the lock
+            operator = operator or self.operator
+            source = {"kind": self.kind, "store": str(self.path), "collection": self.info.name}
+            preview = self.forget_gaps_preview()
+            was_fresh = self.index_status()["ready"] if self.index.path.exists() else False
+            intent = self.audit.append(
+                action=INTENT,
+                record_ids=ids,
+                operator=operator,
+                tier="memory",
+                record_type="memory",
+                reason=reason,
+                details={"operation": "forget-gaps", "source": source, "plan": preview["counts"]},
+            )
+            try:
+                with self._lock:
+                    snap = self._current()
+                    memory_ids = [self._memory_id(snap.by_id[i]) for i in ids]
+                    texts = {t for m in memory_ids for r in self.history.rows(m) for t in r.texts()}
+                    probes = [t.encode("utf-8")[:256] for t in texts if len(t.encode()) >= 8]
+                    cleared = self.history.clear(memory_ids)
+                    checks: dict[str, bool] = {
+                        "history_text_cleared": not any(
+                            r.texts() for m in memory_ids for r in self.history.rows(m)
+                        )
+                    }
+                    details: dict[str, Any] = {"history_rows_cleared": cleared}
+                    c, d = self._purge_connection(self.history.conn, self.history.path, probes)
+                    checks.update(c)
+                    details.update(d)
+                    if isinstance(self.backend, FolderBackend) and self.backend.conn is not None:
+                        c, d = self._purge_connection(
+                            self.backend.conn, self.backend.storage, probes
+                        )
+                        checks.update(c)
+                        details.update(d)
+                    self._reload()
+            except Exception as exc:
+                self.audit.append(
+                    action="forget-failed",
+                    record_ids=ids,
+                    operator=operator,
+                    tier="memory",
+                    record_type="memory",
+                    reason=reason,
+                    details={
+                        "operation": "forget-gaps",
+                        "intent_event": intent,
+                        "source": source,
+                        "error": type(exc).__name__,
+                    },
+                )
+                if isinstance(exc, SourceError):
+                    raise
+                raise SourceError(f"forget-gaps failed: {exc}") from None
+            with self._index_lock:
+                checks.update(self._purge_cache(ids, [], reason, operator, was_fresh))
+            verified = all(checks.values())
+            event = self.audit.append(
+                action="forget",
+                record_ids=ids,
+                operator=operator,
+                tier="memory",
+                record_type="memory",
+                reason=reason,
+                details={
+                    "operation": "forget-gaps",
+                    "intent_event": intent,
+                    "source": source,
+                    "count": len(ids),
+                    **details,
+                    "erasure": checks,
+                    "verified": verified,
+                },
+            )
+        failed = sorted(k for k, v in checks.items() if not v)
+        return GapsOutcome(
+            record_ids=tuple(ids),
+            history_rows=cleared,
+            event_id=event,
+            intent_event_id=intent,
+            verified=verified,
+            checks=checks,
+            problem=f"erasure not verified: {', '.join(failed)}" if failed else None,
+        )
+
+    def close(self) -> None:
+        super().close()
+        if self.history is not None:
+            self.history.close()
+
+
+@dataclass(frozen=True)
+class GapsOutcome:
+    record_ids: tuple[str, ...]
+    history_rows: int
+    event_id: int
+    intent_event_id: int
+    verified: bool
+    checks: dict[str, bool]
+    problem: str | None = None
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _scope(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else str(value)
