@@ -328,3 +328,24 @@ def test_index_stays_in_step_with_writes(store):
     )
     assert store.query("SELECT rowid FROM records_fts WHERE records_fts MATCH 'charlie'") == []
     assert len(store.query("SELECT rowid FROM records_fts WHERE records_fts MATCH 'delta'")) == 1
+
+
+def test_opening_a_second_store_keeps_the_first_connections_locks(db_path):
+    """Closing any Python descriptor of the file would drop SQLite's POSIX locks.
+
+    If that happened, another process closing its connection would delete the
+    WAL and shared-memory files under this still-open store.
+    """
+    import subprocess
+    import sys
+
+    with MemoryStore(db_path, clock=fixed_clock) as first:
+        first.add_record(tier="working", record_type="note", content="a")
+        MemoryStore(db_path, read_only=True, clock=fixed_clock).close()
+        other = (
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+            "c.execute('SELECT count(*) FROM records').fetchall(); c.close()"
+        )
+        subprocess.run([sys.executable, "-c", other, str(db_path)], check=True)
+        assert db_path.with_name(db_path.name + "-wal").exists()
+        assert db_path.with_name(db_path.name + "-shm").exists()

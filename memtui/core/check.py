@@ -51,7 +51,13 @@ class CheckReport:
 
 
 def check_database(path: str | Path) -> CheckReport:
-    """Run every check on the database at ``path`` and report what each found."""
+    """Run every check on the database at ``path`` and report what each found.
+
+    Run it in a process that does not hold the same database open (the CLI's
+    ``memtui check``, or a child process as the app does): it reads the file's
+    header with Python file I/O, and closing that descriptor would drop the
+    POSIX locks of any SQLite connection this process holds on the file.
+    """
     path = Path(path)
     report = CheckReport(str(path), [], [])
 

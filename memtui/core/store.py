@@ -137,6 +137,29 @@ _RECORD_COLUMNS = (
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+def sqlite_file_problem(path: Path) -> str | None:
+    """Why ``path`` is not a readable SQLite file, or None when it is one.
+
+    The header is read through SQLite, never with Python file I/O: closing any
+    descriptor of a database file drops every POSIX lock this process holds on
+    it, including the locks of SQLite connections already open on that file.
+    SQLite's own VFS shares descriptors per file and avoids that.
+    """
+    try:
+        probe = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return f"cannot be opened: {exc}"
+    try:
+        probe.execute("PRAGMA schema_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            return "is not a SQLite database"
+        return f"cannot be read: {exc}"
+    finally:
+        probe.close()
+    return None
+
+
 def fts5_available() -> bool:
     """Whether this interpreter's SQLite was built with FTS5."""
     probe = sqlite3.connect(":memory:")
@@ -256,13 +279,9 @@ class MemoryStore:
 
     def _check_magic(self) -> None:
         assert self.path is not None
-        try:
-            with self.path.open("rb") as handle:
-                head = handle.read(len(SQLITE_MAGIC))
-        except OSError as exc:
-            raise MemoryStoreError(f"cannot read {self.path}: {exc.strerror}") from None
-        if head and head != SQLITE_MAGIC:
-            raise MemoryStoreError(f"{self.path} is not a SQLite database")
+        problem = sqlite_file_problem(self.path)
+        if problem is not None:
+            raise MemoryStoreError(f"{self.path} {problem}")
 
     def _prepare_schema(self) -> None:
         try:

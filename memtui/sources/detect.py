@@ -18,7 +18,7 @@ from typing import Any
 
 from memtui.core.embed import Embedder
 from memtui.core.records import parse_timestamp
-from memtui.core.store import SQLITE_MAGIC, MemoryStore
+from memtui.core.store import MemoryStore, sqlite_file_problem
 from memtui.sources.base import MemorySource, SourceError
 from memtui.sources.foreign import uri_for
 from memtui.sources.native import NativeSource
@@ -142,14 +142,10 @@ def recognize(path: Path) -> tuple[str, Schema, int]:
             f"{path} is a folder; memtui opens SQLite files and Qdrant local folders: "
             + "; ".join(k.describe() for k in KINDS)
         )
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(SQLITE_MAGIC))
-    except OSError as exc:
-        raise SourceError(f"cannot read {path}: {exc.strerror}") from None
-    if head and head != SQLITE_MAGIC:
-        raise SourceError(f"{path} is not a SQLite database")
-    if not head:
+    problem = sqlite_file_problem(path)
+    if problem is not None:
+        raise SourceError(f"{path} {problem}")
+    if path.stat().st_size == 0:
         return "memtui", {}, 0
     schema, version = read_schema(path)
     if _is_native(schema, version):
