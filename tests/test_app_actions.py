@@ -431,21 +431,94 @@ async def test_read_only_shows_badge_and_refuses_actions(sample_path: Path):
         assert audit_ids(store) == before
 
 
-async def test_store_errors_during_an_action_are_shown(store: MemoryStore, monkeypatch):
+async def test_a_database_that_stays_busy_gives_up_clearly_and_keeps_the_reason(
+    store: MemoryStore, monkeypatch
+):
     from memtui.core.store import MemoryStoreError
 
+    tries: list[int] = []
+
     def busy(*args, **kwargs):
+        tries.append(1)
         raise MemoryStoreError("the database is busy (another process is writing); try again")
 
     monkeypatch.setattr(store, "forget", busy)
-    app = make_app(store)
+    app = make_app(store, busy_retries=2, retry_delay=0.01)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         record = app.query_one(RecordTable).current
         await pilot.press("f")
         await settle(pilot)
+        await type_text(pilot, "erase it")
+        await pilot.press("tab", "tab", "enter")
+        await settle(pilot)
+        assert len(tries) == 3  # the first try and two retries, then it gives up
+        messages = [n.message for n in app._notifications]
+        assert any("database is busy" in m for m in messages)
+        gave_up = [m for m in messages if "stayed busy" in m]
+        assert gave_up and "nothing changed" in gave_up[0] and "reason is kept" in gave_up[0]
+        assert app.saving is None and "busy" not in screen_text(app).splitlines()[0]
+        # The reason waits in the dialog for the next try.
+        await pilot.press("f")
+        await settle(pilot)
+        assert app.screen.query_one("#reason", Input).value == "erase it"
+        await pilot.press("escape")
+    assert store.get(record.id) is not None
+
+
+async def test_other_store_errors_during_an_action_are_shown(store: MemoryStore, monkeypatch):
+    from memtui.core.store import MemoryStoreError
+
+    def broken(*args, **kwargs):
+        raise MemoryStoreError("no record with id 99\x1b[2J")
+
+    monkeypatch.setattr(store, "forget", broken)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f")
+        await settle(pilot)
         await type_text(pilot, "erase")
         await pilot.press("tab", "tab", "enter")
         await settle(pilot)
-        assert any("database is busy" in n.message for n in app._notifications)
-    assert store.get(record.id) is not None
+        shown = [n.message for n in app._notifications if "no record with id 99" in n.message]
+        assert shown and "\\x1b[2J" in shown[0] and "\x1b" not in shown[0]
+        assert app.saving is None
+
+
+async def test_v_reveals_on_the_table_and_the_detail_and_verifies_on_the_audit_tab(
+    tmp_path: Path,
+):
+    with MemoryStore(tmp_path / "v.db", clock=fixed_clock, operator="tester") as store:
+        store.add_record(
+            tier="working",
+            record_type="observation",
+            content="captured an API key",
+            metadata={"api_key": "AKIA-S3CR3T"},
+        )
+        app = make_app(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            assert "v Reveal" in screen_text(app).splitlines()[-1]
+            await pilot.press("v")  # on the table
+            await settle(pilot)
+            assert isinstance(app.screen, RevealDialog)
+            await pilot.press("escape")
+            await settle(pilot)
+            app.query_one("#detail").focus()  # on the detail pane
+            await pilot.press("v")
+            await settle(pilot)
+            assert isinstance(app.screen, RevealDialog)
+            await type_text(pilot, "rotate the key")
+            await pilot.press("tab", "tab", "enter")
+            await settle(pilot)
+            detail = app.query_one("#detail-body").render().plain  # type: ignore[attr-defined]
+            assert "revealed api_key = AKIA-S3CR3T" in detail
+            assert [e["action"] for e in store.audit_events()] == ["reveal"]
+            # On the Audit tab, v still re-checks the chain.
+            await pilot.press("4")
+            await settle(pilot)
+            await pilot.press("v")
+            await settle(pilot)
+            assert any("audit chain verified" in n.message for n in app._notifications)
+            assert not isinstance(app.screen, RevealDialog)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -11,17 +18,18 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
+from textual.worker import Worker
 
 from memtui.core.records import MemoryRecord
 from memtui.core.secrets import secret_paths
-from memtui.core.store import MemoryStore
-from memtui.render import escape_controls, one_line
+from memtui.core.store import MemoryStore, MemoryStoreError
+from memtui.render import escape_controls
 from memtui.tui.audit_view import AuditPane
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.browse import BrowsePane
 from memtui.tui.commands import MemtuiCommands
 from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog, RevealDialog
-from memtui.tui.format import now_label, plural
+from memtui.tui.format import fit, now_label, plural
 from memtui.tui.help import HelpScreen
 from memtui.tui.lanes_view import LanesPane
 from memtui.tui.search_view import SearchPane
@@ -32,6 +40,19 @@ TABS: tuple[tuple[str, str], ...] = (
     ("lanes", "Lanes"),
     ("audit", "Audit"),
 )
+
+POLL_INTERVAL = 1.0
+"""Seconds between two looks at ``PRAGMA data_version`` (another process committed?)."""
+BUSY_RETRIES = 5
+"""A change that finds the database busy is tried again this many times, then given up."""
+RETRY_DELAY = 0.5
+"""Seconds before the first retry; each later retry waits twice as long (at most 4 s)."""
+MAX_RETRY_DELAY = 4.0
+BANNER_PROBLEMS = 6
+"""At most this many problems are listed in the check banner (then "… and N more")."""
+
+VERBS = {"forget": "forget", "refute": "refute", "forget-scope": "forget", "reveal": "reveal"}
+KEYS = {"forget": "f", "refute": "r", "forget-scope": "F", "reveal": "v"}
 
 READ_ONLY_REASON = (
     "This database is open read-only (--read-only), so nothing can be refuted or forgotten. "
@@ -52,6 +73,15 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             for n, (tab, title) in enumerate(TABS, start=1)
         ],
         Binding("slash", "search", "Search", key_display="/", id="search"),
+        Binding(
+            "f5,ctrl+r",
+            "refresh",
+            "Refresh",
+            key_display="F5",
+            show=False,
+            id="refresh",
+            tooltip="Re-read every tab and re-run the search (F5 or ctrl+r)",
+        ),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
     ]
@@ -62,11 +92,33 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         *,
         operator: str | None = None,
         db_label: str | None = None,
+        poll_interval: float | None = POLL_INTERVAL,
+        busy_retries: int = BUSY_RETRIES,
+        retry_delay: float = RETRY_DELAY,
+        check_on_start: bool = True,
     ) -> None:
         super().__init__()
         self.store = store
         self.operator = operator
         self.db_label = db_label or (store.path.name if store.path else "in-memory")
+        self.poll_interval = poll_interval
+        self.busy_retries = busy_retries
+        self.retry_delay = retry_delay
+        self.check_on_start = check_on_start
+        # Live: what another process (the agent) changed since the app opened.
+        self.seen_version: int | None = None
+        self.external_changes = 0
+        self.records_at_open: int | None = None
+        self.records_now: int | None = None
+        self.forgotten_here = 0
+        self._polling = False
+        # A change on its way to the database (one at a time), and the reasons of
+        # changes that could not be saved, kept so the operator never types them twice.
+        self.saving: str | None = None
+        self.busy_attempt: tuple[int, int] | None = None
+        self.kept_reasons: dict[tuple[str, str], str] = {}
+        self.check_report: dict[str, Any] | None = None
+        self._check_process: subprocess.Popen[str] | None = None
 
     @property
     def read_only(self) -> bool:
@@ -76,12 +128,16 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="topbar"):
+            # Most important first: on a narrow terminal the right end is cut off.
             yield Static(Text("memtui", style="bold"), id="brand")
-            yield Static(one_line(self.db_label, 60), id="db-label")
-            yield Static(Text("counting…", style="dim"), id="summary")
+            yield Static(id="busy")
             if self.read_only:
                 yield Static(Text("READ-ONLY"), id="read-only-badge")
+            yield Static(fit(self.db_label, 60), id="db-label")
+            yield Static(id="live")
+            yield Static(Text("counting…", style="dim"), id="summary")
             yield Static(Text(f"now {now_label(self.store.now())}"), id="clock")
+        yield Static(id="check-banner")
         with TabbedContent(id="tabs", initial="browse"):
             for number, (tab, title) in enumerate(TABS, start=1):
                 with TabPane(f"{number} {title}", id=tab):
@@ -103,6 +159,10 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         # "now" is the store's clock (fixed by MEMTUI_NOW in demos and tests), never the
         # terminal's; it only matters for expiry, so a coarse refresh is enough.
         self.set_interval(30, self._tick)
+        if self.poll_interval:
+            self.set_interval(self.poll_interval, self._poll)
+        if self.check_on_start and self.store.path is not None:
+            self.call_after_refresh(self._run_check)
 
     def _tick(self) -> None:
         self.query_one("#clock", Static).update(Text(f"now {now_label(self.store.now())}"))
@@ -137,6 +197,130 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if hidden:
             out.append(f" · {hidden} refuted/expired", style="dim")
         self.query_one("#summary", Static).update(out)
+        self.records_now = live + hidden
+        if self.records_at_open is None:
+            self.records_at_open = self.records_now
+        self._show_live()
+
+    # ------------------------------------------------------------ live
+
+    @property
+    def new_since_open(self) -> int:
+        """Records on file now that were not when the app opened (the agent's writes).
+
+        Counted from the tier totals the tree already has: every record now, plus the
+        ones this operator forgot, less every record at open.
+        """
+        if self.records_at_open is None or self.records_now is None:
+            return 0
+        return max(0, self.records_now + self.forgotten_here - self.records_at_open)
+
+    def _show_live(self) -> None:
+        live = self.query_one("#live", Static)
+        if not self.external_changes:
+            live.display = False
+            return
+        live.display = True
+        live.update(Text(f"live: {self.new_since_open} new since open", style="bold"))
+
+    def _poll(self) -> None:
+        if self._polling:
+            return  # the last look has not come back yet (the store is busy)
+        self._polling = True
+        self._read_version()
+
+    @work(thread=True, group="poll", exit_on_error=False, name="Watching for changes")
+    def _read_version(self) -> None:
+        try:
+            version = self.store.data_version()
+        except (sqlite3.Error, MemoryStoreError):
+            version = None  # closing, or a transient error: look again next time
+        self.call_from_thread(self._polled, version)
+
+    def _polled(self, version: int | None) -> None:
+        self._polling = False
+        if version is None:
+            return
+        if self.seen_version is None:
+            self.seen_version = version
+            return
+        if version == self.seen_version:
+            return
+        if self.browse.refreshing:
+            return  # still showing the last change; this one is picked up next time
+        self.seen_version = version
+        self.database_changed()
+
+    def database_changed(self) -> None:
+        """Another process committed: refresh what is on screen, mark the rest stale."""
+        self.external_changes += 1
+        self._show_live()
+        active = self.active_tab
+        self.browse.reload()  # the header's counts come from its tree
+        for tab in ("search", "lanes", "audit"):
+            self.pane(tab).database_changed(shown=active == tab)
+
+    def action_refresh(self) -> None:
+        self.refresh_views()
+        self.notify("Re-read the database.", timeout=2)
+
+    # ------------------------------------------------------------ check banner
+
+    @work(thread=True, exclusive=True, group="check", exit_on_error=False, name="Checking")
+    def _run_check(self) -> None:
+        assert self.store.path is not None
+        report = run_check(self.store.path, self._check_started)
+        self.call_from_thread(self._show_check, report)
+
+    def _check_started(self, process: subprocess.Popen[str]) -> None:
+        self._check_process = process
+
+    def on_unmount(self) -> None:
+        process = self._check_process
+        if process is not None and process.poll() is None:
+            process.kill()  # only the check this app started
+
+    def _show_check(self, report: dict[str, Any]) -> None:
+        self.check_report = report
+        problems = [f for f in report.get("findings", []) if f.get("severity") == "problem"]
+        # A check that could not run because another process held the database is
+        # not a finding about the file: say so quietly instead of raising the banner.
+        busy = [f for f in problems if _is_busy_text(str(f.get("message")))]
+        problems = [f for f in problems if f not in busy]
+        if busy:
+            self.notify(
+                "memtui check could not finish while the database was busy: "
+                + ", ".join(escape_controls(str(f.get("check"))) for f in busy)
+                + ". Run memtui check DB later.",
+                title="Check incomplete",
+                severity="warning",
+                timeout=8,
+                markup=False,
+            )
+        banner = self.query_one("#check-banner", Static)
+        if not problems:
+            banner.display = False
+            return
+        out = Text()
+        out.append(
+            f" ✗ memtui check found {plural(len(problems), 'problem')} in this file ",
+            style="bold reverse",
+        )
+        out.append("\n")
+        width = max(self.size.width - 8, 40)
+        for finding in problems[:BANNER_PROBLEMS]:
+            out.append("  • ")
+            out.append_text(fit(f"{finding.get('check')}: {finding.get('message')}", width))
+            out.append("\n")
+        if len(problems) > BANNER_PROBLEMS:
+            out.append(f"  … and {len(problems) - BANNER_PROBLEMS} more\n")
+        out.append("  Run ")
+        command = Text("memtui check ", style="bold")
+        command.append_text(fit(str(self.store.path), max(width - 40, 20)))
+        out.append_text(command)
+        out.append(" for the full report (--json for scripts).")
+        banner.update(out)
+        banner.display = True
 
     # ------------------------------------------------------------ navigation
 
@@ -189,7 +373,19 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if self.read_only:
             self.notify(READ_ONLY_REASON, title="Read-only", severity="warning", timeout=8)
             return True
-        return False
+        return self.refuse_if_saving()
+
+    def refuse_if_saving(self) -> bool:
+        """One change at a time: the next waits until the last one reached the database."""
+        if self.saving is None:
+            return False
+        self.notify(
+            f"The last {self.saving} is still waiting for the database; try again when it is done.",
+            title="Busy",
+            severity="warning",
+            timeout=5,
+        )
+        return True
 
     def _record_or_notice(self, record_id: int) -> MemoryRecord | None:
         record = self.store.get(record_id)
@@ -220,7 +416,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             self.notify(f"Tactic #{record.id} is already refuted.", severity="warning")
             return
         self.push_screen(
-            ConfirmRecordAction("refute", record),
+            ConfirmRecordAction("refute", record, reason=self._kept("refute", record.id)),
             callback=lambda reason: self._confirmed("refute", record.id, reason),
         )
 
@@ -235,7 +431,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if record is None:
             return
         self.push_screen(
-            ConfirmRecordAction("forget", record),
+            ConfirmRecordAction("forget", record, reason=self._kept("forget", record.id)),
             callback=lambda reason: self._confirmed("forget", record.id, reason),
         )
 
@@ -253,6 +449,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
                 timeout=8,
             )
             return
+        if self.refuse_if_saving():
+            return
         record = self._record_or_notice(record_id)
         if record is None:
             return
@@ -260,7 +458,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if not fields:
             self.notify(f"Record #{record.id} has no masked field.", severity="warning")
             return
-        dialog = RevealDialog(record, fields)
+        dialog = RevealDialog(record, fields, reason=self._kept("reveal", record.id))
         self.push_screen(
             dialog,
             callback=lambda reason: self._confirmed_reveal(record.id, dialog.field, reason),
@@ -270,13 +468,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if reason is None:
             self.notify("Cancelled: nothing was revealed.", timeout=3)
             return
-        self._reveal(record_id, field, reason)
-
-    @work(thread=True, group="mutation", exit_on_error=False, name="Reveal")
-    def _reveal(self, record_id: int, field: str, reason: str) -> None:
-        value = self.store.reveal(record_id, field, reason=reason, operator=self.operator)
-        event = _event_of(self.store, "reveal", [record_id])
-        self.call_from_thread(self._revealed, record_id, field, value, event)
+        self._start_change("reveal", (record_id, field), reason)
 
     def _revealed(self, record_id: int, field: str, value: Any, event: int | None) -> None:
         self.browse.show_revealed(record_id, field, value)
@@ -308,7 +500,9 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             )
             return
         self.push_screen(
-            ForgetEngagementDialog(engagement, radius),
+            ForgetEngagementDialog(
+                engagement, radius, reason=self._kept("forget-scope", engagement)
+            ),
             callback=lambda reason: self._confirmed("forget-scope", engagement, reason),
         )
 
@@ -316,23 +510,109 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if reason is None:
             self.notify("Cancelled: nothing was changed.", timeout=3)
             return
+        self._start_change(kind, target, reason)
+
+    # ------------------------------------------------------------ saving a change
+
+    @staticmethod
+    def _key(kind: str, target: Any) -> tuple[str, str]:
+        record = target[0] if kind == "reveal" else target
+        return (kind, str(record))
+
+    def _kept(self, kind: str, target: Any) -> str:
+        """The reason of an earlier try that could not be saved (the dialog pre-fills it)."""
+        return self.kept_reasons.get((kind, str(target)), "")
+
+    def _start_change(self, kind: str, target: Any, reason: str) -> None:
+        # The reason is kept until the change is saved: a busy database never loses it.
+        self.kept_reasons[self._key(kind, target)] = reason
+        self.saving = VERBS[kind]
+        self.busy_attempt = None
+        self._show_busy()
         self._mutate(kind, target, reason)
+
+    def _show_busy(self) -> None:
+        badge = self.query_one("#busy", Static)
+        if self.saving is None:
+            badge.display = False
+            badge.remove_class("-busy")
+            return
+        badge.display = True
+        if self.busy_attempt is None:
+            badge.update(Text(f"saving {self.saving}…"))
+            badge.remove_class("-busy")
+        else:
+            attempt, total = self.busy_attempt
+            badge.update(Text(f"database busy — retrying ({attempt}/{total})"))
+            badge.add_class("-busy")
+
+    def _busy(self, attempt: int, total: int, delay: float) -> None:
+        first = self.busy_attempt is None
+        self.busy_attempt = (attempt, total)
+        self._show_busy()
+        if first:
+            self.notify(
+                f"The database is busy (another process is writing). Your {self.saving} "
+                f"waits its turn: up to {total} more tries.",
+                title="Database busy",
+                severity="warning",
+                timeout=max(4.0, delay * 2),
+            )
+
+    def _change_done(self) -> None:
+        self.saving = None
+        self.busy_attempt = None
+        self._show_busy()
+
+    def worker_failed(self, worker: Worker) -> None:
+        if worker.group == "mutation":
+            self._change_done()
 
     # Not exclusive: a change that started is never "cancelled" (a thread cannot be stopped).
     @work(thread=True, group="mutation", exit_on_error=False, name="Saving")
     def _mutate(self, kind: str, target: Any, reason: str) -> None:
+        """Apply one change, waiting its turn while another process holds the database.
+
+        Each try waits the store's busy timeout inside SQLite; a try that still finds the
+        database busy is retried ``busy_retries`` times with a growing pause, each shown
+        in the header ("database busy — retrying (k/N)"), then given up with a notice
+        that keeps the operator's reason. A retry first checks whether the last try got
+        through after all (a forget whose follow-up audit write met the busy database).
+        """
+        total = self.busy_retries
+        for attempt in range(total + 1):
+            try:
+                if attempt and self._already_done(kind, target):
+                    outcome = self._done_outcome(kind, target)
+                else:
+                    outcome = self._apply(kind, target, reason)
+            except (MemoryStoreError, sqlite3.OperationalError) as exc:
+                if not _is_busy_text(str(exc)):
+                    raise
+                if attempt == total:
+                    self.call_from_thread(self._gave_up, kind, target, reason, total + 1)
+                    return
+                delay = min(self.retry_delay * 2**attempt, MAX_RETRY_DELAY)
+                self.call_from_thread(self._busy, attempt + 1, total, delay)
+                time.sleep(delay)
+                continue
+            self.call_from_thread(self._mutated, kind, target, *outcome)
+            return
+
+    def _apply(self, kind: str, target: Any, reason: str) -> tuple[Any, ...]:
         store = self.store
         if kind == "refute":
-            event = store.refute(int(target), reason=reason, operator=self.operator)
-            message = f"Refuted tactic #{target}"
-        elif kind == "forget":
+            store.refute(int(target), reason=reason, operator=self.operator)
+            event = _event_of(store, "refute", [int(target)])
+            return event, f"Refuted tactic #{target}", 0, None
+        if kind == "forget":
             record = store.get(int(target))
             verified = store.forget(int(target), reason=reason, operator=self.operator)
             event = _event_of(store, "forget", [int(target)])
             what = f"{record.tier} {record.record_type} #{target}" if record else f"#{target}"
             state = "erasure verified" if verified else "erasure NOT verified (see the audit log)"
-            message = f"Forgot {escape_controls(what)}: {state}"
-        elif kind == "forget-scope":
+            return event, f"Forgot {escape_controls(what)}: {state}", 1, None
+        if kind == "forget-scope":
             count = store.forget_scope(
                 engagement=str(target), reason=reason, operator=self.operator
             )
@@ -340,11 +620,58 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             message = (
                 f"Forgot {plural(count, 'record')} of engagement {escape_controls(str(target))}"
             )
-        else:  # pragma: no cover - a programming error
-            raise ValueError(f"unknown action {kind}")
-        self.call_from_thread(self._mutated, kind, target, event, message)
+            return event, message, count, None
+        if kind == "reveal":
+            record_id, field = target
+            value = store.reveal(record_id, field, reason=reason, operator=self.operator)
+            event = _event_of(store, "reveal", [record_id])
+            return event, "", 0, value
+        raise ValueError(f"unknown action {kind}")  # pragma: no cover - a programming error
 
-    def _mutated(self, kind: str, target: Any, event: int | None, message: str) -> None:
+    def _already_done(self, kind: str, target: Any) -> bool:
+        if kind == "forget":
+            return self.store.get(int(target)) is None
+        if kind == "refute":
+            record = self.store.get(int(target))
+            return record is None or record.refuted
+        if kind == "forget-scope":
+            return not self.store.blast_radius(engagement=str(target))
+        return False  # a reveal is one transaction: a busy try changed nothing
+
+    def _done_outcome(self, kind: str, target: Any) -> tuple[Any, ...]:
+        action = {"forget": "forget", "refute": "refute", "forget-scope": "forget-scope"}[kind]
+        ids = None if kind == "forget-scope" else [int(target)]
+        event = _event_of(self.store, action, ids)
+        what = f"#{target}" if kind != "forget-scope" else escape_controls(str(target))
+        return event, f"Done ({action} {what}); see the audit log", 0, None
+
+    def _gave_up(self, kind: str, target: Any, reason: str, tries: int) -> None:
+        self._change_done()
+        record = target[0] if kind == "reveal" else target
+        what = (
+            f"engagement {escape_controls(str(record))}"
+            if kind == "forget-scope"
+            else f"record #{record}"
+        )
+        self.notify(
+            f"The database stayed busy: another process held it through {tries} tries, so "
+            f"the {VERBS[kind]} of {what} was not done and nothing changed. Your reason is "
+            f"kept: press {KEYS[kind]} on it again and the dialog has it filled in.",
+            title="Not saved: database busy",
+            severity="error",
+            timeout=20,
+            markup=False,
+        )
+
+    def _mutated(
+        self, kind: str, target: Any, event: int | None, message: str, removed: int, value: Any
+    ) -> None:
+        self.kept_reasons.pop(self._key(kind, target), None)
+        self._change_done()
+        self.forgotten_here += removed
+        if kind == "reveal":
+            self._revealed(target[0], target[1], value, event)
+            return
         self.notify(
             f"{message} · audit event #{event}",
             title="Done",
@@ -357,6 +684,59 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         """After a change: recount and reload every tab, re-run the search."""
         for tab, _ in TABS:
             self.pane(tab).reload()
+
+
+CHECK_SCRIPT = """
+import json, sys
+from memtui.core.check import check_database
+print(json.dumps(check_database(sys.argv[1]).to_dict()))
+"""
+CHECK_TIMEOUT = 600.0
+
+
+def run_check(
+    path: Path, started: Callable[[subprocess.Popen[str]], None] | None = None
+) -> dict[str, Any]:
+    """``memtui check`` on ``path`` in a child process; its report as a dict.
+
+    Never in the app's own process: the check opens and closes the database file with
+    ordinary file calls, and closing any descriptor of a file cancels every POSIX lock
+    the process holds on it, the app's SQLite locks included. Another process closing
+    its connection could then delete the WAL and shared-memory files that the app
+    still uses, and writes would stop being coordinated.
+    """
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    process = subprocess.Popen(
+        [sys.executable, "-c", CHECK_SCRIPT, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    if started is not None:
+        started(process)
+    try:
+        out, err = process.communicate(timeout=CHECK_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise MemoryStoreError(
+            f"memtui check did not finish in {CHECK_TIMEOUT:.0f} s; run memtui check DB"
+        ) from None
+    if process.returncode != 0:
+        lines = (err or "").strip().splitlines()
+        last = lines[-1] if lines else f"exit status {process.returncode}"
+        raise MemoryStoreError(f"memtui check could not run: {last}")
+    return json.loads(out)
+
+
+def _is_busy_text(message: str) -> bool:
+    """Whether an error says the database was busy or locked by another connection."""
+    text = message.lower()
+    return "busy" in text or "locked" in text
 
 
 def _event_of(store: MemoryStore, action: str, record_ids: list[int] | None) -> int | None:
@@ -377,6 +757,24 @@ def make_app(
     *,
     operator: str | None = None,
     db_label: str | None = None,
+    poll_interval: float | None = POLL_INTERVAL,
+    busy_retries: int = BUSY_RETRIES,
+    retry_delay: float = RETRY_DELAY,
+    check_on_start: bool = True,
 ) -> MemtuiApp:
-    """The app on an open store: shared by ``run_app`` and the tests."""
-    return MemtuiApp(store, operator=operator, db_label=db_label)
+    """The app on an open store: shared by ``run_app`` and the tests.
+
+    ``poll_interval``: seconds between looks for another process's writes (None: never).
+    ``busy_retries`` / ``retry_delay``: how a change waits out a busy database (each
+    try also waits the store's own ``busy_timeout_ms``). ``check_on_start``: run
+    ``memtui check`` on the file in the background and show a banner if it fails.
+    """
+    return MemtuiApp(
+        store,
+        operator=operator,
+        db_label=db_label,
+        poll_interval=poll_interval,
+        busy_retries=busy_retries,
+        retry_delay=retry_delay,
+        check_on_start=check_on_start,
+    )

@@ -13,9 +13,19 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from memtui.render import one_line, safe_text
+from memtui.render import escape_controls, one_line, safe_text
 from memtui.tui.base import Pane
-from memtui.tui.format import DASH, Column, cell, layout_columns, long_time, plural, short_time
+from memtui.tui.format import (
+    DASH,
+    DETAIL_VALUE_CHARS,
+    Column,
+    capped,
+    cell,
+    layout_columns,
+    long_time,
+    plural,
+    short_time,
+)
 
 AUDIT_PAGE = 500
 
@@ -69,12 +79,14 @@ def event_detail(event: dict[str, Any]) -> Text:
     ]
     for label, value in rows:
         out.append(f"  {label:<10} ", style="dim")
-        out.append_text(safe_text(value if value not in (None, "") else DASH))
+        out.append_text(
+            capped(value if value not in (None, "") else DASH, DETAIL_VALUE_CHARS, keep_lines=False)
+        )
         out.append("\n")
     out.append("  details\n", style="dim")
     details = json.dumps(event["details"], indent=2, ensure_ascii=False)
     out.append_text(
-        safe_text("\n".join("    " + line for line in details.splitlines()), keep_lines=True)
+        capped("\n".join("    " + line for line in details.splitlines()), DETAIL_VALUE_CHARS)
     )
     out.append("\n")
     out.append("  hash       ", style="dim")
@@ -113,6 +125,7 @@ class AuditPane(Pane):
         self.events: list[dict[str, Any]] = []
         self.broken: str | None = None
         self.verified = False
+        self.head: dict[str, Any] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("checking the chain…", style="dim"), id="chain-status")
@@ -138,18 +151,28 @@ class AuditPane(Pane):
         self.reload(announce=True)
 
     def reload(self, announce: bool = False) -> None:
-        self.query_one("#chain-status", Static).update(Text("checking the chain…", style="dim"))
+        if announce or not self.verified:
+            status = self.query_one("#chain-status", Static)
+            status.update(Text("checking the chain…", style="dim"))
         self._load(announce)
 
     @work(thread=True, exclusive=True, group="audit", exit_on_error=False, name="Reading audit log")
     def _load(self, announce: bool) -> None:
         store = self.store
+        head = store.audit_head()
+        if not announce and self.verified and head == self.head:
+            # Nothing was audited since the last look (an agent's routine writes are
+            # not): skip re-reading and re-hashing the log. ``v`` always re-checks.
+            return
         events = store.audit_events(limit=AUDIT_PAGE)
         broken = store.verify_audit()
         total = store.audit_head()
         if get_current_worker().is_cancelled:
             return
         self.app.call_from_thread(self._apply, events, broken, total, announce)
+
+    def _count(self) -> int:
+        return self.head["id"] if self.head else 0
 
     def _apply(
         self,
@@ -161,7 +184,8 @@ class AuditPane(Pane):
         self.events = events
         self.broken = broken
         self.verified = True
-        count = head["id"] if head else 0
+        self.head = head
+        count = self._count()
         self.query_one("#chain-status", Static).update(chain_status(broken, count))
         table = self.query_one(AuditTable)
         self._fill_table()
@@ -173,7 +197,11 @@ class AuditPane(Pane):
             if broken is None:
                 self.notify(f"audit chain verified: {plural(count, 'event')}", timeout=4)
             else:
-                self.notify(f"audit chain broken: {broken}", severity="error", markup=False)
+                self.notify(
+                    f"audit chain broken: {escape_controls(broken)}",
+                    severity="error",
+                    markup=False,
+                )
 
     def _fill_table(self) -> None:
         table = self.query_one(AuditTable)

@@ -13,7 +13,7 @@ from textual.worker import Worker, WorkerState
 
 from memtui.core.store import MemoryStore
 from memtui.render import escape_controls
-from memtui.tui.format import cell, middle_truncate
+from memtui.tui.format import fit
 
 if TYPE_CHECKING:
     from memtui.tui.app import MemtuiApp
@@ -27,7 +27,7 @@ def fill_select(select: Select[str], values: list[str], value: str | None) -> No
     """
     width = max(select.size.width - 8, 12) if select.size.width else 40
     with select.prevent(Select.Changed):
-        select.set_options([(cell(middle_truncate(v, width), 200), v) for v in values])
+        select.set_options([(fit(v, width), v) for v in values])
         if value is not None and value in values:
             select.value = value
 
@@ -83,10 +83,41 @@ class Pane(ReportsWorkerErrors, Container):
     def focus_when_shown(self, focus: Callable[[], None]) -> None:
         self._focus_on_show = focus
 
+    stale = False
+    """Another process changed the database while this tab was hidden: reload on show."""
+
     def on_show(self) -> None:
         if self._focus_on_show is not None:
             focus, self._focus_on_show = self._focus_on_show, None
             focus()
+        if self.stale:
+            self.stale = False
+            self.reload()
 
     def reload(self) -> None:
         """Re-read everything this tab shows from the database."""
+
+    _reload_pending = False
+
+    def database_changed(self, shown: bool) -> None:
+        """Another process committed: reload now if the tab is shown, else when it is.
+
+        While the tab is still loading from the last change, one more reload is queued
+        for when it finishes: never a pile of threads behind a busy agent.
+        """
+        if not shown:
+            self.stale = True
+        elif self.loading_now():
+            self._reload_pending = True
+        else:
+            self.reload()
+
+    def loading_now(self) -> bool:
+        return any(worker.node is self and worker.is_running for worker in self.app.workers)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        super().on_worker_state_changed(event)
+        if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            if self._reload_pending and not self.loading_now():
+                self._reload_pending = False
+                self.reload()

@@ -18,12 +18,11 @@ from textual.worker import Worker, get_current_worker
 
 from memtui.core.records import TIERS, MemoryRecord
 from memtui.core.secrets import secret_paths
-from memtui.render import one_line
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.format import (
     Column,
+    fit,
     layout_columns,
-    middle_truncate,
     plural,
     record_detail,
     record_row,
@@ -70,7 +69,7 @@ class ScopeNode:
         out = Text(self.tier, style="bold")
         if self.kind != "tier":
             out.append(f" › {self.kind} ", style="dim")
-            out.append_text(one_line(self.value, 80))
+            out.append_text(fit(self.value, 80))
         return out
 
 
@@ -116,8 +115,8 @@ class ScopeTree(Tree[ScopeNode]):
             label = Text(data.tier, style="bold")
             label.append_text(count)
             return label
-        room = width - self.guide_depth - 1 - len(count.plain)
-        label = one_line(middle_truncate(data.value, max(room, 8)), 200)
+        room = width - self.guide_depth - 1 - count.cell_len
+        label = fit(data.value, max(room, 8))
         if data.kind == "profile":
             label.stylize("italic")
         label.append_text(count)
@@ -129,6 +128,29 @@ class ScopeTree(Tree[ScopeNode]):
             branch = self.root.add(self.label_for(tier_node), data=tier_node, expand=True)
             for child in children:
                 branch.add_leaf(self.label_for(child), data=child)
+
+    def update_counts(self, nodes: list[tuple[ScopeNode, list[ScopeNode]]]) -> bool:
+        """New counts in place when the same tiers and scopes are listed (cursor and
+        scroll stay); False when the shape changed and the tree must be rebuilt."""
+        shape = [(t.tier, [(c.kind, c.value) for c in children]) for t, children in nodes]
+        current = [
+            (
+                t.data.tier if t.data else None,
+                [(c.data.kind, c.data.value) if c.data else None for c in t.children],
+            )
+            for t in self.root.children
+        ]
+        if shape != current:
+            return False
+        for (tier_data, children), tier_node in zip(nodes, self.root.children, strict=True):
+            if tier_node.data != tier_data:
+                tier_node.data = tier_data
+                tier_node.set_label(self.label_for(tier_data))
+            for data, child in zip(children, tier_node.children, strict=True):
+                if child.data != data:
+                    child.data = data
+                    child.set_label(self.label_for(data))
+        return True
 
     def relabel(self) -> None:
         def walk(node: TreeNode[ScopeNode]) -> None:
@@ -164,7 +186,8 @@ class RecordTable(ReportsWorkerErrors, DataTable):
     BINDINGS = [
         Binding("r", "refute", "Refute", tooltip="Refute the highlighted tactic"),
         Binding("f", "forget", "Forget", tooltip="Forget the highlighted record"),
-        Binding("R", "reveal", "Reveal", tooltip="Reveal one masked metadata field (audited)"),
+        Binding("v", "reveal", "Reveal", tooltip="Reveal one masked metadata field (audited)"),
+        Binding("R", "reveal", "Reveal", show=False, tooltip="Reveal a masked field (as v)"),
         Binding("home", "scroll_top", "First row", show=False),
         Binding("end", "scroll_bottom", "Last loaded row", show=False),
     ]
@@ -180,6 +203,7 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         self.exhausted = True
         self.loading_page = False
         self._generation = 0
+        self._rows_key: tuple[str, str, str, bool] | None = None
         self._layout_width = 0
         self._columns: list[Column] = []
         self._id_width = 4  # grows with the ids shown
@@ -215,14 +239,30 @@ class RecordTable(ReportsWorkerErrors, DataTable):
 
     # -- loading
 
-    def load(self, scope: ScopeNode, show_hidden: bool, keep_row: int | None = None) -> None:
-        """Show ``scope`` from its first record (or around ``keep_row`` after a refresh)."""
+    def load(
+        self,
+        scope: ScopeNode,
+        show_hidden: bool,
+        keep_row: int | None = None,
+        keep_id: int | None = None,
+    ) -> None:
+        """Show ``scope`` from its first record, or (a refresh) keep the place.
+
+        A refresh keeps the highlighted record (``keep_id``) when it is still listed,
+        else the row number (``keep_row``); rows already shown stay put when only
+        new ones arrived, so a live agent's writes do not move the operator's cursor.
+        """
         self.scope = scope
         self.show_hidden = show_hidden
         self._generation += 1
         self.loading_page = True
-        limit = PAGE_SIZE if keep_row is None else max(PAGE_SIZE, keep_row + PAGE_MARGIN + 1)
-        self._fetch(self._generation, scope.filters, show_hidden, None, limit, keep_row)
+        limit = PAGE_SIZE
+        if keep_row is not None:
+            limit = max(PAGE_SIZE, keep_row + PAGE_MARGIN + 1, len(self.records))
+        key = (scope.kind, scope.tier, scope.value, show_hidden)
+        self._fetch(
+            self._generation, key, scope.filters, show_hidden, None, limit, keep_row, keep_id
+        )
 
     def load_more(self) -> None:
         if self.exhausted or self.loading_page or self.scope is None or not self.records:
@@ -230,10 +270,12 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         self.loading_page = True
         self._fetch(
             self._generation,
+            self._rows_key,
             self.scope.filters,
             self.show_hidden,
             self.records[-1].id,
             PAGE_SIZE,
+            None,
             None,
         )
 
@@ -241,11 +283,13 @@ class RecordTable(ReportsWorkerErrors, DataTable):
     def _fetch(
         self,
         generation: int,
+        key: tuple[str, str, str, bool] | None,
         filters: dict[str, str],
         show_hidden: bool,
         after_id: int | None,
         limit: int,
         keep_row: int | None,
+        keep_id: int | None,
     ) -> None:
         store = self.app.store  # type: ignore[attr-defined]
         rows = store.fetch(
@@ -259,7 +303,14 @@ class RecordTable(ReportsWorkerErrors, DataTable):
             return
         more = len(rows) > limit
         self.app.call_from_thread(
-            self._apply_page, generation, rows[:limit], more, after_id is not None, keep_row
+            self._apply_page,
+            generation,
+            key,
+            rows[:limit],
+            more,
+            after_id is not None,
+            keep_row,
+            keep_id,
         )
 
     def worker_failed(self, worker: Worker) -> None:
@@ -268,10 +319,12 @@ class RecordTable(ReportsWorkerErrors, DataTable):
     def _apply_page(
         self,
         generation: int,
+        key: tuple[str, str, str, bool] | None,
         rows: list[MemoryRecord],
         more: bool,
         append: bool,
         keep_row: int | None,
+        keep_id: int | None,
     ) -> None:
         if generation != self._generation:
             return
@@ -279,6 +332,10 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         self.exhausted = not more
         now = self.app.store.now()  # type: ignore[attr-defined]
         id_width = max([len(str(r.id)) for r in rows] + [self._id_width])
+        shown = len(self.records)
+        if not append and key == self._rows_key and shown and rows[:shown] == self.records:
+            # A refresh in which nothing shown changed: only new rows arrived (or none).
+            append, rows = True, rows[shown:]
         if append and id_width > self._id_width:
             self._id_width = id_width
             self.records.extend(rows)
@@ -289,16 +346,29 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         else:
             force = id_width > self._id_width
             self._id_width = id_width
+            old_row, old_scroll = self.cursor_row, self.scroll_y
             self.records = []
             self.clear()
             self._ensure_columns(force=force)
             self.records = list(rows)
             self._add_rows(rows, now)
             if self.records:
-                target = min(keep_row or 0, len(self.records) - 1)
-                self.move_cursor(row=target, animate=False)
+                ids = [r.id for r in self.records]
+                target = ids.index(keep_id) if keep_id in ids else keep_row or 0
+                target = min(target, len(self.records) - 1)
+                self.move_cursor(row=target, animate=False, scroll=keep_row is None)
+                if keep_row is not None:
+                    # The highlighted row stays where it was on screen.
+                    scroll = max(0, old_scroll + target - old_row)
+                    self.call_after_refresh(self._restore_scroll, scroll, target)
+        self._rows_key = key
         self.post_message(self.PageLoaded())
         self.app.refresh_bindings()
+
+    def _restore_scroll(self, scroll: float, row: int) -> None:
+        self.scroll_to(y=scroll, animate=False, immediate=True)
+        if row < len(self.records):
+            self.move_cursor(row=row, animate=False)
 
     def _add_rows(self, rows: list[MemoryRecord], now: Any) -> None:
         keys = [c.key for c in self._columns]
@@ -341,15 +411,42 @@ class RecordTable(ReportsWorkerErrors, DataTable):
 class RecordDetail(VerticalScroll):
     """Every field of the highlighted record; focusable so it scrolls from the keyboard."""
 
+    BINDINGS = [
+        Binding("v", "reveal", "Reveal", tooltip="Reveal one masked metadata field (audited)"),
+        Binding("R", "reveal", "Reveal", show=False, tooltip="Reveal a masked field (as v)"),
+    ]
+
     can_focus = True
     _shown: int | None = None
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.record: MemoryRecord | None = None
+        self._rendered: tuple[Any, ...] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text("No record selected.", style="dim"), id="detail-body")
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "reveal":
+            return self.record is not None and bool(secret_paths(self.record.metadata))
+        return True
+
+    def action_reveal(self) -> None:
+        if self.record is not None:
+            self.app.request_reveal(self.record.id)  # type: ignore[attr-defined]
+
     def show(
         self, record: MemoryRecord | None, now: Any, revealed: dict[str, Any] | None = None
     ) -> None:
+        # A live refresh re-shows the same record every time the agent writes: render
+        # only when something on screen would change (a 100 kB detail is not free).
+        # "in 3d" and the expiry state move with the clock, a minute is fine enough.
+        state = (record, now.replace(second=0, microsecond=0), dict(revealed or {}))
+        if state == self._rendered:
+            return
+        self._rendered = state
+        self.record = record
         body = self.query_one("#detail-body", Static)
         if record is None:
             self.border_title = "detail"
@@ -377,6 +474,7 @@ class BrowsePane(Pane):
         super().__init__(**kwargs)
         self.show_hidden = False
         self._initial = True
+        self._counting = False
         self.tier_totals: dict[str, tuple[int, int]] = {}
         self.revealed: dict[int, dict[str, Any]] = {}
         """Values the operator revealed this session, by record id then field (each audited)."""
@@ -435,9 +533,19 @@ class BrowsePane(Pane):
 
     # -- loading
 
+    @property
+    def refreshing(self) -> bool:
+        """Whether a recount or a page load is still on its way."""
+        return self._counting or self.table.loading_page
+
     def reload(self) -> None:
         """Recount the tree (in SQL) and reload the table, keeping the place."""
+        self._counting = True
         self._count(self.show_hidden)
+
+    def worker_failed(self, worker: Worker) -> None:
+        if worker.group == "counts":
+            self._counting = False
 
     @work(thread=True, exclusive=True, group="counts", exit_on_error=False, name="Counting records")
     def _count(self, show_hidden: bool) -> None:
@@ -461,12 +569,22 @@ class BrowsePane(Pane):
         self.app.call_from_thread(self._apply_counts, nodes, show_hidden)
 
     def _apply_counts(self, nodes: list[tuple[ScopeNode, list[ScopeNode]]], hidden: bool) -> None:
+        self._counting = False
         tree, table = self.tree, self.table
         previous = table.scope
         keep_row = table.cursor_row if previous is not None and table.records else None
+        current = table.current
+        keep_id = current.id if current is not None else None
         if hidden != table.show_hidden:
-            keep_row = None
+            keep_row = keep_id = None
         self.tier_totals = {n.tier: (n.live, n.hidden) for n, _ in nodes}
+        self.memtui.update_summary(self.tier_totals)
+        if not self._initial and previous is not None and tree.update_counts(nodes):
+            # Same tiers and scopes: the tree keeps its cursor and scroll.
+            node = tree.find(previous.kind, previous.tier, previous.value)
+            if node is not None and node.data is not None:
+                table.load(node.data, hidden, keep_row, keep_id)
+            return
         tree.populate(nodes)
         if self._initial or previous is None:
             self._initial = False
@@ -478,10 +596,9 @@ class BrowsePane(Pane):
                 keep_row = None
         if node is None or node.data is None:
             return
-        table.load(node.data, hidden, keep_row)
+        table.load(node.data, hidden, keep_row, keep_id)
         tree.get_node_at_line(0)  # builds the new tree's lines, so the node knows its line
         tree.move_cursor(node, animate=False)
-        self.memtui.update_summary(self.tier_totals)
 
     # -- events
 

@@ -72,6 +72,11 @@ class MemtuiCommands(Provider):
                 "Toggle hidden records in Browse (t)",
             ),
             ("Verify the audit chain", app.action_verify_audit, "Re-check every audit hash"),
+            (
+                "Refresh",
+                app.action_refresh,
+                "Re-read every tab and re-run the search (F5 or ctrl+r)",
+            ),
             ("Theme", app.action_change_theme, "Change the colour theme"),
             ("Help: keys", app.action_help, "Every key memtui answers to (?)"),
             ("Quit", app.exit, "Leave memtui (q)"),

@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from memtui.core.records import MemoryRecord
-from memtui.render import one_line, safe_text
+from memtui.render import escape_controls, one_line, safe_text
 from memtui.tui.format import plural
 
 PREVIEW_CHARS = 240
@@ -43,6 +43,12 @@ class ConfirmDialog(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close without changing anything")]
 
     ACTION_LABEL = "Confirm"
+
+    reason = ""
+    """A reason kept from an earlier try that could not be saved (the database was busy)."""
+
+    def reason_input(self) -> Input:
+        return Input(self.reason, placeholder="why?", id="reason")
 
     def on_mount(self) -> None:
         if self.app.size.height < COMPACT_BELOW_HEIGHT:
@@ -97,8 +103,9 @@ class ConfirmDialog(ModalScreen[str | None]):
 class ConfirmRecordAction(ConfirmDialog):
     """Refute or forget one record."""
 
-    def __init__(self, action: str, record: MemoryRecord) -> None:
+    def __init__(self, action: str, record: MemoryRecord, *, reason: str = "") -> None:
         super().__init__(classes=f"dialog-{action}")
+        self.reason = reason
         self.verb = action
         self.record = record
         self.ACTION_LABEL = "Forget" if action == "forget" else "Refute"
@@ -127,7 +134,7 @@ class ConfirmRecordAction(ConfirmDialog):
             )
             yield Static(Text(WHAT_HAPPENS[self.verb]), classes="dialog-warning")
             yield Label("Reason (written to the audit log)")
-            yield Input(placeholder="why?", id="reason")
+            yield self.reason_input()
             yield from self.buttons()
         yield from self.compose_footer()
 
@@ -137,8 +144,11 @@ class ForgetEngagementDialog(ConfirmDialog):
 
     ACTION_LABEL = "Forget engagement"
 
-    def __init__(self, engagement: str, radius: dict[str, dict[str, int]]) -> None:
+    def __init__(
+        self, engagement: str, radius: dict[str, dict[str, int]], *, reason: str = ""
+    ) -> None:
         super().__init__(classes="dialog-forget")
+        self.reason = reason
         self.engagement = engagement
         self.radius = radius
         self.total = sum(n for types in radius.values() for n in types.values())
@@ -167,7 +177,7 @@ class ForgetEngagementDialog(ConfirmDialog):
                 classes="dialog-warning",
             )
             yield Label("Reason (written to the audit log)")
-            yield Input(placeholder="why?", id="reason")
+            yield self.reason_input()
             name = Text("Type the engagement name to enable the button: ")
             name.append_text(one_line(self.engagement, 80))
             yield Label(name)
@@ -179,12 +189,17 @@ class ForgetEngagementDialog(ConfirmDialog):
         self.query_one("#confirm", Button).disabled = True
         super().on_mount()
 
+    def matches(self, typed: str) -> bool:
+        """The name as stored, or as shown: a name with control characters in it (an ESC
+        cannot be typed into a text box) is confirmed by typing its visible escapes."""
+        return typed in (self.engagement, escape_controls(self.engagement))
+
     def ready(self) -> bool:
-        return self.query_one("#confirm-name", Input).value == self.engagement
+        return self.matches(self.query_one("#confirm-name", Input).value)
 
     @on(Input.Changed, "#confirm-name")
     def _name_typed(self, event: Input.Changed) -> None:
-        self.query_one("#confirm", Button).disabled = event.value != self.engagement
+        self.query_one("#confirm", Button).disabled = not self.matches(event.value)
 
 
 class RevealDialog(ConfirmDialog):
@@ -192,8 +207,9 @@ class RevealDialog(ConfirmDialog):
 
     ACTION_LABEL = "Reveal"
 
-    def __init__(self, record: MemoryRecord, fields: list[str]) -> None:
+    def __init__(self, record: MemoryRecord, fields: list[str], *, reason: str = "") -> None:
         super().__init__(classes="dialog-reveal")
+        self.reason = reason
         self.record = record
         self.fields = fields
         self.field = fields[0]
@@ -228,7 +244,7 @@ class RevealDialog(ConfirmDialog):
                 classes="dialog-warning",
             )
             yield Label("Reason (written to the audit log)")
-            yield Input(placeholder="why?", id="reason")
+            yield self.reason_input()
             yield from self.buttons()
         yield from self.compose_footer()
 

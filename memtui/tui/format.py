@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from rich.cells import get_character_cell_size
 from rich.text import Text
 
 from memtui.core.records import MemoryRecord, format_timestamp, parse_timestamp
@@ -20,6 +21,14 @@ from memtui.core.secrets import mask_metadata, secret_paths
 from memtui.render import one_line, safe_text
 
 DASH = "—"
+
+DETAIL_CONTENT_CHARS = 100_000
+"""The detail pane shows at most this much of a record's content, then says how much is left.
+
+A 1 MB record renders in about the time of a 100 kB one: the pane stays responsive.
+"""
+DETAIL_VALUE_CHARS = 10_000
+"""At most this much of any other field (metadata values, proof, reasons) in the detail pane."""
 
 STATE_STYLES = {
     "live": "green",
@@ -108,13 +117,52 @@ def counts_text(record: MemoryRecord) -> str:
     return ""
 
 
-def middle_truncate(value: str, width: int) -> str:
-    """``python:postgr…rest:flask``: keeps both ends, where fingerprints differ."""
-    if width <= 1 or len(value) <= width:
-        return value if len(value) <= max(width, 1) else value[: max(width, 1)]
-    head = (width - 1) // 2
-    tail = width - 1 - head
-    return value[:head] + "…" + value[len(value) - tail :]
+def _crop_end(text: Text, cells: int) -> Text:
+    """The last characters of ``text`` that fit in ``cells`` terminal cells."""
+    used = 0
+    start = len(text.plain)
+    for index in range(len(text.plain) - 1, -1, -1):
+        size = get_character_cell_size(text.plain[index])
+        if used + size > cells:
+            break
+        used += size
+        start = index
+    return text[start:]
+
+
+def fit(value: object, cells: int) -> Text:
+    """Untrusted text on one line in at most ``cells`` terminal cells, cut in the middle.
+
+    ``python:postgr…rest:flask``: both ends stay, where fingerprints differ.
+    Measured after control characters become visible escapes (``\\x1b`` takes four
+    cells) and with wide characters counted as two, so a label never pushes what
+    follows it (a count, a border) off the line. Costs the same for a 1 MB value.
+    """
+    raw = "" if value is None else str(value)
+    cells = max(cells, 1)
+    if len(raw) <= 2 * cells:
+        whole = one_line(raw, 2 * cells)
+        if whole.cell_len <= cells:
+            return whole
+    head_cells = (cells - 1) // 2
+    tail_cells = cells - 1 - head_cells
+    head = one_line(raw[:cells], cells)
+    head.truncate(head_cells, overflow="crop")
+    out = Text()
+    out.append_text(head)
+    out.append("…")
+    if tail_cells > 0:
+        out.append_text(_crop_end(one_line(raw[-cells:], cells), tail_cells))
+    return out
+
+
+def capped(value: object, limit: int, *, keep_lines: bool = True, style: str = "") -> Text:
+    """The start of untrusted text, at most ``limit`` characters, saying how much is left."""
+    raw = "" if value is None else str(value)
+    out = safe_text(raw[:limit], keep_lines=keep_lines, style=style)
+    if len(raw) > limit:
+        out.append(f"… {len(raw) - limit:,} more characters not shown", style="bold yellow")
+    return out
 
 
 def grade_cell(record: MemoryRecord) -> Text:
@@ -185,7 +233,7 @@ def _field(out: Text, label: str, value: Any, *, width: int = 12, style: str = "
     elif isinstance(value, Text):
         out.append_text(value)
     else:
-        out.append_text(safe_text(value, style=style))
+        out.append_text(capped(value, DETAIL_VALUE_CHARS, keep_lines=False, style=style))
     out.append("\n")
 
 
@@ -205,10 +253,13 @@ def record_detail(
 ) -> Text:
     """Every field of a record: state, content, scope, evidence, provenance, metadata.
 
-    Secret-named metadata fields are masked (``memtui.core.secrets``); ``revealed``
-    holds the values the operator revealed in this session, each one audited.
+    Secret-named metadata fields are masked (``memtui.core.secrets``) everywhere they
+    are read here; ``revealed`` holds the values the operator revealed in this session,
+    each one audited. Content shows up to ``DETAIL_CONTENT_CHARS`` characters, any other
+    value up to ``DETAIL_VALUE_CHARS``, each saying how much more there is.
     """
-    meta = record.metadata or {}
+    raw_meta = record.metadata or {}
+    meta = mask_metadata(raw_meta) if isinstance(raw_meta, dict) else {}
     out = Text(no_wrap=False)
     out.append(f"#{record.id}", style="bold")
     out.append("  ")
@@ -220,13 +271,15 @@ def record_detail(
     out.append("\n")
     if record.refuted:
         out.append("  refuted: ", style=STATE_STYLES["refuted"])
-        out.append_text(safe_text(meta.get("refuted_reason") or "no reason recorded"))
+        out.append_text(
+            capped(meta.get("refuted_reason") or "no reason recorded", DETAIL_VALUE_CHARS)
+        )
         if meta.get("refuted_at"):
             out.append(f"  ({short_time(meta['refuted_at'])})", style="dim")
         out.append("\n")
     out.append("\n")
     _section(out, "content")
-    out.append_text(safe_text(record.content, keep_lines=True))
+    out.append_text(capped(record.content, DETAIL_CONTENT_CHARS))
     out.append("\n\n")
 
     _section(out, "scope")
@@ -276,7 +329,9 @@ def record_detail(
         _field(
             out,
             "targets seen",
-            f"{len(targets)} (one-way hashes) " + ", ".join(str(t) for t in targets),
+            f"{len(targets)} (one-way hashes) "
+            + ", ".join(str(t) for t in targets[:50])
+            + (f", … {len(targets) - 50} more" if len(targets) > 50 else ""),
         )
     if meta.get("finding_id"):
         _field(out, "finding", meta.get("finding_id"))
@@ -285,24 +340,26 @@ def record_detail(
     _section(out, "metadata")
     if not meta:
         out.append("  (none)\n", style="dim")
-    secrets = secret_paths(meta)
-    shown = mask_metadata(meta)
-    width = min(max((len(str(k)) for k in shown), default=0), 20)
-    for key, value in shown.items():
+    secrets = secret_paths(raw_meta)
+    keys = {key: fit(key, 40) for key in meta}
+    width = min(max((k.cell_len for k in keys.values()), default=0), 20)
+    for key, value in meta.items():
+        label = keys[key]
+        label.stylize("cyan")
         out.append("  ")
-        out.append_text(safe_text(str(key), style="cyan"))
-        out.append(" " * max(1, width - len(str(key)) + 1))
-        out.append_text(safe_text(_json_value(value), keep_lines=True))
+        out.append_text(label)
+        out.append(" " * max(1, width - label.cell_len + 1))
+        out.append_text(capped(_json_value(value), DETAIL_VALUE_CHARS))
         out.append("\n")
     if secrets:
         out.append("  masked: ", style="yellow")
-        out.append_text(safe_text(", ".join(secrets), style="yellow"))
-        out.append("  (R reveals one; every reveal is audited)\n", style="dim")
+        out.append_text(capped(", ".join(secrets), DETAIL_VALUE_CHARS, style="yellow"))
+        out.append("  (v reveals one; every reveal is audited)\n", style="dim")
     for path, value in (revealed or {}).items():
         out.append("  revealed ", style="bold yellow")
-        out.append_text(safe_text(path, style="cyan"))
+        out.append_text(capped(path, 200, style="cyan"))
         out.append(" = ")
-        out.append_text(safe_text(_json_value(value), keep_lines=True))
+        out.append_text(capped(_json_value(value), DETAIL_VALUE_CHARS))
         out.append("\n")
     out.rstrip()
     return out

@@ -11,6 +11,8 @@ from textual.keys import format_key
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from memtui.tui.format import DETAIL_CONTENT_CHARS
+
 KEY_NAMES = {
     "question_mark": "?",
     "slash": "/",
@@ -43,7 +45,7 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
     """(where, [(key, what)]) for every key of the app, from the widgets' bindings."""
     from memtui.tui.app import MemtuiApp
     from memtui.tui.audit_view import AuditPane
-    from memtui.tui.browse import BrowsePane, RecordTable, ScopeTree
+    from memtui.tui.browse import BrowsePane, RecordDetail, RecordTable, ScopeTree
     from memtui.tui.dialogs import ConfirmDialog
     from memtui.tui.search_view import ResultList, SearchPane
 
@@ -77,6 +79,16 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
                     (k, "Show / hide refuted and expired (dimmed)")
                     for k, _ in _rows(list(BrowsePane.BINDINGS))
                 ],
+            ],
+        ),
+        (
+            "Browse: detail",
+            [
+                (
+                    "↑ ↓ pgup pgdn",
+                    f"Scroll the record (content: the first {DETAIL_CONTENT_CHARS:,} characters)",
+                ),
+                *_rows(list(RecordDetail.BINDINGS)),
             ],
         ),
         (

@@ -239,9 +239,14 @@ class LanesPane(Pane):
         engagement = self.engagement if self.engagement in engagements else None
         if engagement is None and engagements:
             engagement = engagements[0]
+        unchanged = (profiles, engagements) == self.choices and (profile, engagement) == (
+            self.profile,
+            self.engagement,
+        )
         self.profile, self.engagement = profile, engagement
         self.choices = (profiles, engagements)
-        self._fill_selects()
+        if not unchanged:  # a live refresh with the same choices leaves the selects alone
+            self._fill_selects()
         self._load_lanes(profile, engagement)
 
     def _fill_selects(self) -> None:

@@ -8,6 +8,14 @@ from pathlib import Path
 
 from memtui.core.store import MemoryStore, MemoryStoreError
 
+APP_BUSY_TIMEOUT_MS = 1000
+"""How long one try of a change waits for another process's write lock inside SQLite.
+
+Short, so that the app says "database busy — retrying (k/N)" within a second instead of
+waiting silently; the app retries a bounded number of times (``memtui.tui.app``).
+Reads do not wait on writers in WAL mode, so browsing is unaffected.
+"""
+
 
 def open_app_store(
     path: str | Path,
@@ -24,7 +32,7 @@ def open_app_store(
         raise MemoryStoreError(
             f"no database at {path}; check the path (memtui ingest CORPUS --db {path} creates one)"
         )
-    return MemoryStore(path, read_only=read_only, clock=clock)
+    return MemoryStore(path, read_only=read_only, clock=clock, busy_timeout_ms=APP_BUSY_TIMEOUT_MS)
 
 
 def run_app(

@@ -145,6 +145,8 @@ class SearchPane(Pane):
         self._generation = 0
         self._focus_results_on_arrival = False
         self.choices: tuple[list[str], list[str]] = ([], [])
+        self.results_stale = False
+        """The database changed since these results were computed (F5 / ctrl+r re-runs)."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="search-bar"):
@@ -219,6 +221,18 @@ class SearchPane(Pane):
         self._load_filters()
         self.rerun()
 
+    def database_changed(self, shown: bool) -> None:
+        """Another process wrote: the filter choices follow; results wait for the operator.
+
+        Re-ranking under the operator's cursor while they read a breakdown would move
+        what they are reading, so the results stay and the status line says they are
+        out of date; F5 (or ctrl+r) re-runs the search.
+        """
+        self._load_filters()
+        if self.query_text and not self.results_stale:
+            self.results_stale = True
+            self._show_status()
+
     # -- filters
 
     @work(
@@ -234,6 +248,8 @@ class SearchPane(Pane):
         self.app.call_from_thread(self._apply_filters, engagements, profiles)
 
     def _apply_filters(self, engagements: list[str], profiles: list[str]) -> None:
+        if (engagements, profiles) == self.choices:
+            return  # a live refresh with the same scopes: leave the filters alone
         self.choices = (engagements, profiles)
         self._fill_selects()
 
@@ -289,6 +305,7 @@ class SearchPane(Pane):
 
     def run_search(self, text: str, *, keep_place: bool = False) -> None:
         self.query_text = text
+        self.results_stale = False
         self.filters = self.current_filters()
         self._generation += 1
         self.searching = True
@@ -491,7 +508,10 @@ class SearchPane(Pane):
         except Exception as exc:  # shown in the breakdown, and as a notification
             explanation = {"error": str(exc)}
             self.app.call_from_thread(
-                self.notify, f"BM25 explanation failed: {exc}", severity="error", markup=False
+                self.notify,
+                f"BM25 explanation failed: {escape_controls(str(exc))}",
+                severity="error",
+                markup=False,
             )
         self.app.call_from_thread(self._apply_explanation, generation, record_id, explanation)
 
@@ -550,4 +570,9 @@ class SearchPane(Pane):
                 out.append(f" · {hidden} refuted/expired/out of scope left out", style="dim")
         else:
             out.append("no search yet", style="dim")
+        if self.results_stale and not self.searching:
+            stale = Text(no_wrap=True, overflow="ellipsis")
+            stale.append("database changed — F5 re-runs the search", style="bold yellow")
+            stale.append("  ")
+            out = stale.append_text(out)
         status.update(out)

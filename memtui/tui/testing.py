@@ -6,6 +6,7 @@ Not imported by the app itself.
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,3 +63,138 @@ def screen_text(app: App, width: int | None = None) -> str:
     update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
     console.print(update)
     return console.export_text()
+
+
+# ---------------------------------------------------------------- hostile content
+
+ESC_SEQUENCES = {
+    "clear": "\x1b[2J",
+    "red": "\x1b[31m",
+    "cursor": "\x1b[10;10H",
+    "osc52": "\x1b]52;c;SGVsbG8=\x07",
+    "osc8": "\x1b]8;;https://evil.example\x1b\\",
+    "title": "\x1b]0;pwned\x07",
+}
+CONTROLS = "\x00\x07\x08\x7f\x9b"
+MARKUP = "[bold red]boom[/] [link=https://evil.example]x[/link]"
+HOSTILE_LINE = (
+    f"hostile {MARKUP} " + " ".join(ESC_SEQUENCES.values()) + f" ctl{CONTROLS}end \u202eevil"
+)
+INTERNATIONAL = (
+    "intl \u202eright-to-left override; مرحبا بالعالم; שלום עולם; "
+    "e\u0301\u0301\u0301 combining; 漢字テキスト全角; 👩‍💻🔥🎉 emoji"
+)
+MEGABYTE = 1_000_000
+LONG_LINE = 50_000
+
+
+def build_hostile_db(path: Path, *, clock: Callable[[], datetime] = fixed_clock) -> Path:
+    """A database whose text is written the way an attacker would write it.
+
+    Markup, ANSI/OSC escape sequences (screen clear, colour, cursor move, OSC 52
+    clipboard write, OSC 8 link, title change), other control characters, a 1 MB
+    string, a 50,000-character line, bidi overrides, RTL scripts, combining marks,
+    wide CJK and emoji, in content, scope fields, metadata keys and values, tool
+    names, finding titles, audit reasons and the operator's name.
+    """
+    hostile_meta = {
+        f"key{MARKUP}\x1b[2J": f"value {HOSTILE_LINE}",
+        "nested": {"deep": HOSTILE_LINE, "api_token": "tok-SECRET-0042"},
+        "password": "hunter2-SECRET",
+        "token\x1b]0;pwned\x07[b]": "SECRET-T0KEN",
+        "note": INTERNATIONAL,
+    }
+    with MemoryStore(path, clock=clock, embedder=HashEmbedder(), operator="tester") as store:
+        store.add_record(
+            tier="working",
+            record_type="note\x1b[31m",
+            content=HOSTILE_LINE + "\nsecond line " + MARKUP,
+            metadata=hostile_meta,
+            engagement=f"eng{MARKUP}\x1b]0;pwned\x07",
+            profile_hash="php:\x1b[2J:[bold]x[/]:漢字:👩‍💻",
+            tool_name="sqlmap\x1b[31m[b]",
+            run_id="run\x00\x07",
+        )
+        store.add_record(
+            tier="working",
+            record_type="note",
+            content="megabyte hostile " + ("0123456789" * (MEGABYTE // 10)) + " TAILMARK",
+            metadata={"blob": "m" * MEGABYTE},
+        )
+        store.add_record(
+            tier="working",
+            record_type="note",
+            content="longline hostile " + ("x" * LONG_LINE) + " LINEEND",
+        )
+        store.add_record(
+            tier="working",
+            record_type="observation",
+            content=INTERNATIONAL + " hostile",
+            tool_name="漢字ツール👩‍💻",
+            engagement="שלום-عربي-漢字-👩‍💻",
+        )
+        profile = "python:postgresql:waf_present:generic_waf:rest:flask"
+        for tool in (f"sqlmap{MARKUP}", "burp\x1b]52;c;SGVsbG8=\x07"):
+            store.record_success(
+                profile_hash=profile,
+                tool=tool,
+                endpoint=f"/api/1/{MARKUP}\x1b[2J",
+                param="q\x1b[31m",
+                technique=f"tamper {HOSTILE_LINE}",
+                proof=f"proof {HOSTILE_LINE}",
+                content=f"hostile tactic {HOSTILE_LINE}",
+                metadata={"cookie": "sid=SECRET-COOKIE"},
+            )
+        for severity in ("high", "medium"):
+            store.record_finding(
+                finding_id=f"F-{severity}\x1b[31m",
+                run_id="run-1\x07",
+                engagement=f"eng{MARKUP}\x1b]0;pwned\x07",
+                severity=severity,
+                title=f"hostile finding {HOSTILE_LINE}",
+                url=f"https://target.example/{MARKUP}\x1b]8;;https://evil.example\x1b\\",
+                type="sqli\x1b[2J",
+            )
+        tactic = store.fetch(record_type="tactic", limit=1)[0]
+        store.refute(
+            tactic.id,
+            reason=f"refuted {HOSTILE_LINE}",
+            operator=f"mallory{MARKUP}\x1b]0;pwned\x07",
+        )
+    return path
+
+
+_SGR = re.compile(r"\x1b\[[0-9;:]*m")
+_CURSOR_TO = re.compile(r"\x1b\[(\d+);(\d+)H")
+_TERMINAL_CONTROLS = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_output(app: App) -> str:
+    """Exactly what the app would write to a terminal for a full repaint of the screen."""
+    size = app.size
+    console = Console(
+        width=size.width,
+        height=size.height,
+        file=io.StringIO(),
+        force_terminal=True,
+        color_system="truecolor",
+        legacy_windows=False,
+    )
+    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    return update.render_segments(console)
+
+
+def stray_controls(output: str, height: int) -> list[str]:
+    """Control characters in ``output`` other than the ones Textual itself writes.
+
+    Textual writes one cursor move per screen line (``ESC [ y ; 1 H``, in order), SGR
+    colour sequences and newlines; anything else (a raw ESC, BEL, NUL, a C1 CSI, an
+    OSC 8 link or an OSC 52 clipboard write) came from the data.
+    """
+    moves = [(int(y), int(x)) for y, x in _CURSOR_TO.findall(output)]
+    problems: list[str] = []
+    if moves != [(y, 1) for y in range(1, height + 1)]:
+        problems.append(f"unexpected cursor moves: {moves[:5]}… ({len(moves)})")
+    rest = _CURSOR_TO.sub("", _SGR.sub("", output))
+    problems.extend(repr(m.group()) for m in _TERMINAL_CONTROLS.finditer(rest))
+    return problems

@@ -1,0 +1,282 @@
+"""Hostile content is inert in every view, asserted on what would reach the terminal.
+
+The database is written the way an attacker would write it (``build_hostile_db``):
+Rich markup, ANSI/OSC sequences (clear screen, colour, cursor move, OSC 52 clipboard
+write, OSC 8 link, title change), NUL/BEL/BS/DEL/C1, a 1 MB string, a 50,000-character
+line, bidi overrides, RTL scripts, combining marks, wide CJK and emoji, in content,
+scope fields, metadata keys and values, tool names, findings, audit reasons and the
+operator's name.
+
+Each view is checked twice: ``terminal_output`` is the exact byte stream a full repaint
+writes (only Textual's own cursor moves and colours may be control sequences in it),
+and ``screen_text`` is what the operator reads (the escapes and the markup are there
+as visible text).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
+from textual.widgets import Input
+
+from memtui.core.store import MemoryStore
+from memtui.tui.app import make_app
+from memtui.tui.browse import RecordDetail, RecordTable, ScopeTree
+from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog, RevealDialog
+from memtui.tui.format import DETAIL_CONTENT_CHARS
+from memtui.tui.testing import (
+    MARKUP,
+    build_hostile_db,
+    fixed_clock,
+    screen_text,
+    settle,
+    stray_controls,
+    terminal_output,
+)
+
+SIZE = (120, 40)
+SECRETS = ("tok-SECRET-0042", "hunter2-SECRET", "SECRET-COOKIE", "SECRET-T0KEN")
+VISIBLE_ESCAPES = (
+    "\\x1b[2J",
+    "\\x1b[31m",
+    "\\x1b[10;10H",
+    "\\x1b]52;c;SGVsbG8=\\x07",
+    "\\x1b]8;;https://evil.example\\x1b\\",
+    "\\x1b]0;pwned\\x07",
+    "ctl\\x00\\x07\\x08\\x7f\\x9bend",
+    "\\u202eevil",
+)
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    path = build_hostile_db(tmp_path / "hostile.db")
+    with MemoryStore(path, clock=fixed_clock, operator="tester") as opened:
+        yield opened
+
+
+def inert(app, where: str) -> str:
+    """The screen as text, after checking that no control character from the data
+    would reach the terminal and that no secret value is on screen."""
+    output = terminal_output(app)
+    assert stray_controls(output, app.size.height) == [], where
+    text = screen_text(app)
+    for line in text.splitlines():
+        assert cell_len(line) <= app.size.width, (where, line)
+    for secret in SECRETS:
+        assert secret not in text, (where, secret)
+    return text
+
+
+async def type_text(pilot, text: str) -> None:
+    for char in text:
+        await pilot.press("space" if char == " " else char)
+
+
+def detail_text(app) -> str:
+    return app.query_one("#detail-body").render().plain  # type: ignore[attr-defined]
+
+
+async def test_browse_table_detail_and_tree_are_inert(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        text = inert(app, "browse")
+        table = app.query_one(RecordTable)
+        assert table.current is not None and table.current.id == 1
+        # The row: markup literal, escapes visible, cut to the column with an ellipsis.
+        row = next(line for line in text.splitlines() if "hostile [bold red]boom[/]" in line)
+        assert "note\\x1b[31" in row and "…" in row
+        # The detail pane: every sequence shown as text, the markup as written.
+        assert MARKUP in text
+        detail = detail_text(app)
+        for escape in VISIBLE_ESCAPES:
+            assert escape in detail, escape
+        assert "\x1b" not in detail and "\x07" not in detail and "\x00" not in detail
+        # The tree: hostile scope names are escaped and cut to fit, their counts stay.
+        tree = app.query_one(ScopeTree)
+        node = tree.find("engagement", "working", f"eng{MARKUP}\x1b]0;pwned\x07")
+        assert node is not None and node.data.kind == "engagement"
+        assert str(node.label).startswith("eng[bold red]") and str(node.label).endswith(" 1")
+        assert "pwned\\x07 1" in str(node.label)
+        assert "\\x1b[2J" in text and "[bold red]" in text
+        # Metadata: masked where the name says secret, the hostile key escaped.
+        assert "password" in detail and "••••••••" in detail
+        assert "masked: nested.api_token, password, token\\x1b]0;pwned\\x07[b]" in detail
+        # Wide and right-to-left text, combining marks: rows keep their width.
+        await pilot.press("end")
+        await settle(pilot)
+        text = inert(app, "browse, international row")
+        assert "漢字ツー" in text and "\\u202eright-to-left" in text
+        assert "مرحبا بالعالم" in detail_text(app)
+
+
+async def test_a_megabyte_record_is_capped_in_the_detail_and_stays_responsive(
+    store: MemoryStore,
+):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        start = time.monotonic()
+        await pilot.press("down")  # the 1 MB record
+        await settle(pilot)
+        assert time.monotonic() - start < 5
+        record = app.query_one(RecordTable).current
+        assert record is not None and len(record.content) > 1_000_000
+        detail = detail_text(app)
+        assert len(detail) < DETAIL_CONTENT_CHARS + 30_000
+        assert "TAILMARK" not in detail
+        hidden = len(record.content) - DETAIL_CONTENT_CHARS
+        assert f"… {hidden:,} more characters not shown" in detail
+        # The 1 MB metadata value is capped too.
+        assert "more characters not shown" in detail.split("blob", 1)[1]
+        inert(app, "browse, 1 MB record")
+        # The pane answers at once after rendering it: scroll it, move on.
+        start = time.monotonic()
+        app.query_one(RecordDetail).focus()
+        await pilot.press("end")
+        await settle(pilot)
+        assert "more characters not shown" in screen_text(app)
+        await pilot.press("shift+tab", "down")  # back to the table, next record
+        await settle(pilot)
+        assert time.monotonic() - start < 5
+        assert app.query_one(RecordTable).current.content.endswith("LINEEND")
+        # The 50,000-character line is under the cap: whole in the detail, cut in the row.
+        assert "LINEEND" in detail_text(app)
+        text = inert(app, "browse, long line")
+        row = next(line for line in text.splitlines() if "longline hostile" in line)
+        assert cell_len(row) <= SIZE[0] and "…" in row
+
+
+async def test_search_results_and_breakdown_are_inert(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await type_text(pilot, "hostile tactic")
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("enter")  # expand the first result's breakdown
+        await settle(pilot)
+        text = inert(app, "search")
+        assert "#6 tactic  hostile tactic hostile [bold red]boom[/] [link=" in text
+        assert "adds up" in text
+        await pilot.press("slash")
+        await pilot.press("ctrl+u")
+        await type_text(pilot, "hostile")
+        await pilot.press("enter")
+        await settle(pilot)
+        text = inert(app, "search, every hostile record")
+        assert "note\\x1b[31m" in text and "\\u202eright-to-left" in text
+
+
+async def test_dialogs_are_inert(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("f")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmRecordAction)
+        text = inert(app, "forget dialog")
+        assert "[bold red]boom[/]" in text and "\\x1b]52;c;SGVsbG8=\\x07" in text
+        assert "sqlmap\\x1b[31m[b]" in text
+        await pilot.press("escape")
+        await settle(pilot)
+        await pilot.press("v")
+        await settle(pilot)
+        assert isinstance(app.screen, RevealDialog)
+        text = inert(app, "reveal dialog")
+        assert "Reveal a masked field of record #1" in text
+        app.screen.query_one("#field").focus()
+        await pilot.press("enter")  # open the field list: names escaped, values never
+        await settle(pilot)
+        text = inert(app, "reveal dialog, field list")
+        assert "token\\x1b]0;pwned\\x07[b]" in text
+        await pilot.press("escape", "escape")
+        await settle(pilot)
+        tree = app.query_one(ScopeTree)
+        tree.focus()
+        tree.move_cursor(tree.find("engagement", "working", f"eng{MARKUP}\x1b]0;pwned\x07"))
+        await settle(pilot)
+        await pilot.press("F")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ForgetEngagementDialog)
+        text = inert(app, "forget-engagement dialog")
+        assert "[link=https://evil.example]x[/link]\\x1b]0;pwned\\x07  3 records" in text
+        assert "note\\x1b[31m" in text
+        # An ESC cannot be typed: the name as shown, escapes and all, confirms it.
+        await type_text(pilot, "closing")
+        name = dialog.query_one("#confirm-name", Input)
+        name.focus()
+        name.value = f"eng{MARKUP}\\x1b]0;pwned\\x0"
+        await pilot.press("end", "7")
+        assert name.value == f"eng{MARKUP}\\x1b]0;pwned\\x07"
+        assert not dialog.query_one("#confirm").disabled
+        await pilot.press("escape")
+        await settle(pilot)
+
+
+async def test_lanes_and_audit_are_inert(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        text = inert(app, "lanes")
+        assert "burp\\x1b]52;c;SGVsbG8=\\x07" in text
+        assert "hostile finding hostile [bold red" in text
+        assert "F-high\\x1b[31m" in text
+        await pilot.press("4")
+        await settle(pilot)
+        text = inert(app, "audit")
+        assert f"mallory{MARKUP}\\x1b]0;pwned\\x07" in text
+        assert "refuted hostile [bold red]boom[/]" in text
+        assert "\\x1b[10;10H" in text
+
+
+async def test_notifications_and_the_header_are_inert(tmp_path: Path):
+    path = build_hostile_db(tmp_path / "evil\x1b]0;pwned\x07[b]x.db")
+    with MemoryStore(path, clock=fixed_clock, operator="tester") as store:
+        app = make_app(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            header = inert(app, "header").splitlines()[0]
+            assert "evil\\x1b]0;pwned\\x07[b]x.db" in header
+            # Forget the hostile record: the notification names its type, escaped.
+            await pilot.press("f")
+            await settle(pilot)
+            await type_text(pilot, "hostile test")
+            await pilot.press("tab", "tab", "enter")
+            await settle(pilot)
+            assert store.get(1) is None
+            messages = [n.message for n in app._notifications]
+            assert any("note\\x1b[31m #1" in m for m in messages)
+            assert not any("\x1b" in m for m in messages)
+            inert(app, "after forget, with the notification on screen")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain-engagement-name",
+        "\x1b" * 500,
+        "漢字" * 300,
+        "👩‍💻🔥" * 200,
+        "e\u0301\u0301\u0301" * 100,
+        "x" * 1_000_000,
+        f"eng{MARKUP}\x1b]0;pwned\x07",
+    ],
+)
+@pytest.mark.parametrize("cells", [1, 2, 8, 17, 60])
+def test_fit_never_exceeds_its_cells_and_keeps_escapes_visible(value: str, cells: int):
+    from memtui.tui.format import fit
+
+    text = fit(value, cells)
+    assert text.cell_len <= cells
+    assert "\x1b" not in text.plain and "\x07" not in text.plain
+    if len(value) > 2 * cells:
+        assert "…" in text.plain

@@ -1,0 +1,380 @@
+"""A live agent writing beside the app, a busy database, and the check banner.
+
+The writer is a real second process (``python -c`` with ``MemoryStore.add_record`` in a
+loop): the app notices its commits through ``PRAGMA data_version``, refreshes Browse
+without moving the operator's cursor, and the operator's forget waits its turn. At the
+end every row the writer wrote is on file, less the one the operator forgot.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.widgets import Static
+
+from memtui.core.store import MemoryStore
+from memtui.tui.app import make_app
+from memtui.tui.browse import RecordTable, ScopeTree
+from memtui.tui.dialogs import ConfirmRecordAction
+from memtui.tui.search_view import SearchPane
+from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
+
+SIZE = (120, 40)
+ENGAGEMENT = "live-agent"
+
+WRITER = """
+import os, sys, time
+from memtui.core.store import MemoryStore
+path, seconds, pause = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+stop = path + ".stop"
+store = MemoryStore(path, operator="agent")
+print("ready", flush=True)
+deadline = time.monotonic() + seconds
+written = 0
+while time.monotonic() < deadline and not os.path.exists(stop):
+    store.add_record(tier="working", record_type="observation",
+                     content=f"agent observation {written}", engagement=sys.argv[4])
+    written += 1
+    time.sleep(pause)
+store.close()
+print(written, flush=True)
+"""
+
+
+@pytest.fixture
+def sample_path(tmp_path: Path) -> Path:
+    return build_sample_db(tmp_path / "sample.db")
+
+
+def start_writer(path: Path, seconds: float, pause: float = 0.01) -> subprocess.Popen:
+    """The agent: writes for ``seconds`` at most, or until ``stop_writer``."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path), str(seconds), str(pause), ENGAGEMENT],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def agent_adds(path: Path, content: str) -> None:
+    """One write by another process (a second store in this process would share its
+    POSIX locks with the app's: not what an agent beside the app looks like)."""
+    script = (
+        "import sys\nfrom memtui.core.store import MemoryStore\n"
+        "with MemoryStore(sys.argv[1], operator='agent') as s:\n"
+        "    s.add_record(tier='working', record_type='note', content=sys.argv[2])\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(path), content], check=True, timeout=60)
+
+
+def stop_writer(path: Path, proc: subprocess.Popen) -> int:
+    """Stop the agent; the number of records it wrote."""
+    Path(f"{path}.stop").touch()
+    assert proc.stdout is not None
+    written = int(proc.stdout.readline())
+    assert proc.wait(timeout=30) == 0
+    return written
+
+
+async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Let the app run (timers, workers) until ``condition`` holds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting for the app"
+        await pilot.pause(0.05)
+
+
+def working_live(app) -> int:
+    node = app.query_one(ScopeTree).find("tier", "working", "working")
+    return node.data.live if node is not None and node.data is not None else -1
+
+
+def agent_rows(path: Path) -> list[str]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT content FROM records WHERE engagement = ? ORDER BY id", (ENGAGEMENT,)
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+async def type_text(pilot, text: str) -> None:
+    for char in text:
+        await pilot.press("space" if char == " " else char)
+
+
+async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None:
+    """The agent writes for ``seconds`` (more if the steps take longer); the operator
+    watches, then forgets one of its records while it writes."""
+    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
+        working_at_open = store.tier_counts()["working"]
+        app = make_app(store, poll_interval=0.2)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            table = app.query_one(RecordTable)
+            first = table.current
+            assert first is not None and working_live(app) == working_at_open
+            # The operator looks at the third row while the agent writes.
+            await pilot.press("down", "down")
+            await settle(pilot)
+            watched = table.current
+            proc = start_writer(sample_path, 120)
+            started = time.monotonic()
+            try:
+                # The tree, the header and the table follow the agent's writes.
+                await wait_for(pilot, lambda: working_live(app) >= working_at_open + 5)
+                await wait_for(
+                    pilot, lambda: any(r.engagement == ENGAGEMENT for r in table.records)
+                )
+                assert table.current is not None and table.current.id == watched.id
+                assert "new since open" in screen_text(app).splitlines()[0]
+                # The screen answers while the agent writes.
+                start = time.monotonic()
+                await pilot.press("down", "up")
+                assert time.monotonic() - start < 2
+                assert table.current.id == watched.id
+                # Forget one of the agent's records while it keeps writing.
+                tree = app.query_one(ScopeTree)
+                await wait_for(
+                    pilot, lambda: tree.find("engagement", "working", ENGAGEMENT) is not None
+                )
+                tree.move_cursor(tree.find("engagement", "working", ENGAGEMENT))
+                # Until its first page arrives the table still shows the rows before.
+                await wait_for(
+                    pilot,
+                    lambda: (
+                        table.scope is not None
+                        and table.scope.value == ENGAGEMENT
+                        and bool(table.records)
+                        and all(r.engagement == ENGAGEMENT for r in table.records)
+                    ),
+                )
+                table.focus()
+                await pilot.press("f")
+                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmRecordAction))
+                target = app.screen.record
+                assert target.engagement == ENGAGEMENT
+                await type_text(pilot, "mistake")
+                await pilot.press("tab", "tab", "enter")
+                await wait_for(pilot, lambda: store.get(target.id) is None and app.saving is None)
+                assert proc.poll() is None, "the writer was still writing during the forget"
+                # The agent goes on writing after the forget, then stops.
+                before = working_live(app)
+                await wait_for(pilot, lambda: working_live(app) > before)
+                await pilot.pause(max(0.0, seconds - (time.monotonic() - started)))
+            finally:
+                written = stop_writer(sample_path, proc)
+            # After the writer stopped: one last poll and every view agrees with the file.
+            total = written - 1
+            await wait_for(
+                pilot,
+                lambda: working_live(app) == working_at_open + total and not app.browse.refreshing,
+            )
+            await settle(pilot)
+            assert table.scope is not None and table.scope.live == total
+            while not table.exhausted:  # the table pages; scroll to its end
+                await pilot.press("end")
+                await settle(pilot)
+            assert [r.content for r in table.records] == agent_rows(sample_path)
+            assert app.new_since_open == written
+            assert f"live: {written} new since open" in screen_text(app).splitlines()[0]
+            events = store.audit_events()
+            assert events[0]["action"] == "forget" and events[0]["record_ids"] == [target.id]
+            assert events[0]["reason"] == "mistake"
+            assert app.query_one("#audit-pane").events[0]["id"] == events[0]["id"]
+            assert store.verify_audit() is None
+    rows = agent_rows(sample_path)
+    expected = [f"agent observation {i}" for i in range(written)]
+    expected.remove(target.content)
+    assert rows == expected, "every row the writer wrote is on file, less the forgotten one"
+
+
+async def test_a_live_writer_shows_up_and_a_forget_during_its_writes_succeeds(
+    sample_path: Path,
+):
+    await _live_writer_beside_the_app(sample_path, seconds=2.5)
+
+
+@pytest.mark.soak
+async def test_a_live_writer_soak(sample_path: Path):
+    await _live_writer_beside_the_app(sample_path, seconds=30)
+
+
+async def test_the_search_says_when_the_database_changed_and_f5_reruns_it(sample_path: Path):
+    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
+        app = make_app(store, poll_interval=0.1)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("slash")
+            await type_text(pilot, "sqlmap")
+            await pilot.press("enter")
+            await settle(pilot)
+            pane = app.query_one(SearchPane)
+            before = len(pane.response.results)
+            agent_adds(sample_path, "sqlmap found a new injection")
+            await wait_for(pilot, lambda: pane.results_stale)
+            assert "database changed — F5 re-runs the search" in screen_text(app)
+            assert len(pane.response.results) == before  # not re-ranked under the cursor
+            await pilot.press("f5")
+            await settle(pilot)
+            assert not pane.results_stale
+            assert len(pane.response.results) == before + 1
+            assert "database changed" not in screen_text(app)
+            # ctrl+r does the same, for terminals where F5 is taken.
+            agent_adds(sample_path, "sqlmap again")
+            await wait_for(pilot, lambda: pane.results_stale)
+            await pilot.press("ctrl+r")
+            await settle(pilot)
+            assert not pane.results_stale and len(pane.response.results) == before + 2
+
+
+async def test_an_agent_side_refutation_shows_up_on_the_open_audit_and_lanes_tabs(
+    sample_path: Path,
+):
+    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
+        tactic = store.fetch(record_type="tactic", limit=1)[0]
+        app = make_app(store, poll_interval=0.1)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("4")
+            await settle(pilot)
+            audit = app.query_one("#audit-pane")
+            before = len(audit.events)
+            script = (
+                "import sys\nfrom memtui.core.store import MemoryStore\n"
+                "with MemoryStore(sys.argv[1], operator='agent') as s:\n"
+                "    s.refute(int(sys.argv[2]), reason='agent saw it fail')\n"
+            )
+            subprocess.run(
+                [sys.executable, "-c", script, str(sample_path), str(tactic.id)],
+                check=True,
+                timeout=60,
+            )
+            await wait_for(pilot, lambda: len(audit.events) == before + 1)
+            assert audit.events[0]["reason"] == "agent saw it fail"
+            assert "agent saw it fail" in screen_text(app)
+            assert "✓ chain verified" in screen_text(app)
+            # The Lanes tab was hidden: it reloads when shown, without the refuted tactic.
+            assert app.query_one("#lanes-pane").stale
+            await pilot.press("3")
+            await settle(pilot)
+            lanes = app.query_one("#lanes-pane")
+            assert not lanes.stale
+            shown = [row["record_id"] for row in lanes.data.get("tactics", [])]
+            assert tactic.id not in shown
+
+
+async def test_a_forget_waits_while_another_connection_holds_the_write_lock(sample_path: Path):
+    with MemoryStore(
+        sample_path, clock=fixed_clock, operator="tester", busy_timeout_ms=50
+    ) as store:
+        app = make_app(store, busy_retries=40, retry_delay=0.05)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            record = app.query_one(RecordTable).current
+            assert record is not None
+            await pilot.press("f")
+            await settle(pilot)
+            await type_text(pilot, "erase while the agent writes")
+            holder = sqlite3.connect(sample_path, isolation_level=None)
+            try:
+                holder.execute("BEGIN IMMEDIATE")  # the agent's write lock
+                await pilot.press("tab", "tab", "enter")
+                badge = app.query_one("#busy", Static)
+                await wait_for(pilot, lambda: "retrying" in str(badge.render()))
+                header = screen_text(app).splitlines()[0]
+                assert "database busy — retrying (" in header and "/40)" in header
+                assert any("database is busy" in n.message for n in app._notifications)
+                assert store.get(record.id) is not None
+                # The screen answers while the forget waits.
+                await pilot.press("2")
+                await wait_for(pilot, lambda: app.active_tab == "search")
+                await pilot.press("1")
+            finally:
+                holder.execute("ROLLBACK")
+                holder.close()
+            await wait_for(pilot, lambda: app.saving is None, timeout=15)
+            await settle(pilot)
+            assert store.get(record.id) is None
+            event = store.audit_events()[0]
+            assert event["action"] == "forget" and event["record_ids"] == [record.id]
+            assert event["reason"] == "erase while the agent writes"
+            assert not badge.display
+            assert any(f"audit event #{event['id']}" in n.message for n in app._notifications)
+
+
+# ---------------------------------------------------------------- check banner
+
+
+async def test_a_healthy_database_shows_no_check_banner(sample_path: Path):
+    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
+        app = make_app(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await wait_for(pilot, lambda: app.check_report is not None)
+            assert app.check_report["ok"]
+            assert not app.query_one("#check-banner").display
+            assert "memtui check" not in screen_text(app)
+
+
+async def test_an_edited_audit_row_raises_the_check_banner(sample_path: Path):
+    conn = sqlite3.connect(sample_path, isolation_level=None)
+    conn.execute("DROP TRIGGER audit_events_no_update")
+    conn.execute("UPDATE audit_events SET reason = 'nothing to see [b]\x1b[2J' WHERE id = 1")
+    conn.close()
+    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
+        app = make_app(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await wait_for(pilot, lambda: app.check_report is not None)
+            await settle(pilot)
+            assert app.query_one("#check-banner").display
+            text = screen_text(app)
+            assert "memtui check found" in text
+            assert "audit: audit chain broken at event #1" in text
+            assert f"memtui check {sample_path}" in text
+            # The app still works below the banner.
+            await pilot.press("down")
+            await settle(pilot)
+            assert app.query_one(RecordTable).cursor_row == 1
+
+
+def test_the_live_writer_script_runs(tmp_path: Path):
+    """The writer the live tests use works on its own (a quick, separate failure)."""
+    path = build_sample_db(tmp_path / "w.db")
+    proc = start_writer(path, 0.3)
+    assert proc.stdout is not None
+    written = int(proc.stdout.readline())
+    assert proc.wait(timeout=30) == 0
+    assert written > 0
+    assert agent_rows(path) == [f"agent observation {i}" for i in range(written)]
+
+
+async def test_the_check_runs_in_a_child_process_so_the_app_keeps_its_locks(sample_path: Path):
+    """Closing any descriptor of the database file in the app's process would cancel the
+    app's POSIX locks; a reader in another process closing its connection would then
+    delete the WAL and shared memory the app still uses. The check must not do that."""
+    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
+        app = make_app(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await wait_for(pilot, lambda: app.check_report is not None)
+            assert Path(f"{sample_path}-wal").exists() and Path(f"{sample_path}-shm").exists()
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                    "c.execute('SELECT count(*) FROM records').fetchall(); c.close()",
+                    str(sample_path),
+                ],
+                check=True,
+                timeout=60,
+            )
+            assert Path(f"{sample_path}-wal").exists() and Path(f"{sample_path}-shm").exists()
