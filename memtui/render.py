@@ -12,7 +12,12 @@ import re
 
 from rich.text import Text
 
-_BIDI_AND_SEPARATORS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff"
+# Bidi controls, line/paragraph separators, and invisible characters that can
+# hide text: zero-width space, word joiner, BOM and the Unicode tag block.
+_BIDI_AND_SEPARATORS = (
+    "\u061c\u200b\u200e\u200f\u202a-\u202e\u2060\u2066-\u2069\u2028\u2029\ufeff"
+    "\U000e0000-\U000e007f"
+)
 _UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
 _UNSAFE_KEEP_LINES = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
 
@@ -23,7 +28,9 @@ def _escape(char: str) -> str:
     code = ord(char)
     if code <= 0xFF:
         return f"\\x{code:02x}"
-    return f"\\u{code:04x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
 
 
 def _pattern(keep_lines: bool) -> re.Pattern[str]:
