@@ -6,6 +6,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -16,6 +17,9 @@ from memtui.commands.common import (
     fixed_clock,
     open_store,
     operator_option,
+    qdrant_options,
+    source_argument,
+    source_options,
 )
 from memtui.commands.lanes import lanes
 from memtui.commands.maintenance import check, compact, reindex_text
@@ -37,14 +41,35 @@ def main() -> None:
 
 
 @main.command("open", hidden=True)
-@db_argument
+@source_argument
 @click.option("--read-only", is_flag=True, help="Open without write access.")
+@source_options(writes=True)
+@qdrant_options
 @operator_option
-def open_command(db: Path, read_only: bool, operator: str | None) -> None:
-    """Open the app on DB."""
+def open_command(
+    db: Path | None,
+    read_only: bool,
+    now: str | None,
+    allow_writes: bool,
+    audit_db: Path | None,
+    qdrant: dict[str, Any],
+    operator: str | None,
+) -> None:
+    """Open the app on DB (any store memtui recognizes), or on --qdrant-url URL."""
     from memtui.tui.launch import run_app
 
-    run_app(db, read_only=read_only, operator=operator, clock=fixed_clock())
+    if db is None and not qdrant.get("qdrant_url"):
+        raise click.UsageError("give a store PATH (or --qdrant-url URL for a Qdrant server)")
+    run_app(
+        db,
+        read_only=read_only,
+        operator=operator,
+        clock=fixed_clock(),
+        allow_writes=allow_writes,
+        audit_db=audit_db,
+        now=now,
+        **qdrant,
+    )
 
 
 @main.command()
