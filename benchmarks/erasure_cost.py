@@ -80,8 +80,9 @@ def main() -> None:
     med_f, med_p = statistics.median(forget), statistics.median(plain)
     print(f"records: {args.records}, forgets: {args.repeats}, sqlite {sqlite3.sqlite_version}")
     print(f"{'operation':<44}{'median ms':>12}{'max ms':>10}")
-    print(f"{'memtui forget (erasure verified)':<44}{med_f * 1000:>12.1f}{max(forget) * 1000:>10.1f}")
-    print(f"{'baseline: plain DELETE + commit':<44}{med_p * 1000:>12.1f}{max(plain) * 1000:>10.1f}")
+    ours_label, base_label = "memtui forget (erasure verified)", "baseline: plain DELETE + commit"
+    print(f"{ours_label:<44}{med_f * 1000:>12.1f}{max(forget) * 1000:>10.1f}")
+    print(f"{base_label:<44}{med_p * 1000:>12.1f}{max(plain) * 1000:>10.1f}")
     print(f"ratio: {med_f / med_p:.1f}x the plain delete")
 
 

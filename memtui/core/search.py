@@ -15,12 +15,14 @@ import math
 import re
 import secrets
 import sqlite3
+import weakref
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from memtui.core.embed import Embedder, EmbedderError, resolve_embedder
-from memtui.core.store import FTS_TABLE, MemoryStore, MemoryStoreError, unpack_vector
+from memtui.core.store import FTS_TABLE, MemoryStore, MemoryStoreError
 
 DEFAULT_WEIGHTS: dict[str, float] = {"keyword": 0.3, "vector": 0.7}
 FALLBACK_WEIGHTS: dict[str, float] = {"keyword": 1.0, "vector": 0.0}
@@ -236,6 +238,207 @@ def _lane_from_ranked(
     return lane
 
 
+# ---------------------------------------------------------------- hidden rows
+
+# The rows the live rule leaves out (refuted; expired) are few next to a big
+# match set, and have partial indexes of their own (schema 2). Both lanes take
+# them as id arrays, cached per store until the data changes (the store's
+# change_token), instead of joining every matched row to the records table.
+_HIDDEN: weakref.WeakKeyDictionary[MemoryStore, tuple[tuple[int, int], _Hidden]] = (
+    weakref.WeakKeyDictionary()
+)
+_JSON_IDS = "SELECT value FROM json_each(?)"
+_SCOPE_BY_ID_LIMIT = 20_000
+
+
+@dataclass
+class _Hidden:
+    """The rows the live rule can hide, as sorted id arrays.
+
+    Expiry depends on "now", so the expiring rows keep their rank in
+    ``expires_at`` order: at a given now, the expired ones are those ranked
+    before the first ``expires_at`` later than now.
+    """
+
+    refuted: Any  # ids of refuted rows, ascending
+    expiring_ids: Any  # ids of rows with an expires_at, ascending
+    expiring_rank: Any  # each one's rank in expires_at order
+    expiring_refuted: Any  # each one's refuted flag
+    expiry_order: Any  # every expires_at, ascending; None when not all are text
+    share: float = 0.0  # at most this fraction of all rows is hidden
+    rows: int = 0  # about how many rows the table has (its highest id)
+    rows_in: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
+
+    def expired_flags(self, store: MemoryStore, now: str) -> Any:
+        """Over ``expiring_ids``: expired at ``now`` and not refuted (refuted comes first)."""
+        np = _np()
+        if self.expiry_order is None:
+            expired = np.sort(
+                _ids_from(
+                    store,
+                    "SELECT group_concat(id) FROM records INDEXED BY records_expiry "
+                    "WHERE expires_at IS NOT NULL AND expires_at <= ? AND refuted = 0",
+                    [now],
+                )
+            )
+            return _positions(expired, self.expiring_ids) >= 0
+        cut = int(np.searchsorted(self.expiry_order, now, side="right"))
+        return (self.expiring_rank < cut) & ~self.expiring_refuted
+
+    def classify(self, store: MemoryStore, matched: Any, now: str) -> tuple[Any, Any]:
+        """Masks over the ascending ``matched`` ids: refuted; expired (and not refuted)."""
+        np = _np()
+        refuted = _mask(matched, self.refuted)
+        expired = np.zeros(len(matched), dtype=bool)
+        if len(self.expiring_ids) == 0 or len(matched) == 0:
+            return refuted, expired
+        if len(matched) * 8 < len(self.expiring_ids) and self.expiry_order is not None:
+            where = _positions(self.expiring_ids, matched)
+            found = where >= 0
+            at = where[found]
+            cut = int(np.searchsorted(self.expiry_order, now, side="right"))
+            expired[found] = (self.expiring_rank[at] < cut) & ~self.expiring_refuted[at]
+            return refuted, expired
+        gone = self.expiring_ids[self.expired_flags(store, now)]
+        return refuted, _mask(matched, gone)
+
+    def matrix_rows(self, store: MemoryStore, cached: Any, now: str) -> Any:
+        """Rows of the vector matrix ``cached`` that the live rule hides at ``now``."""
+        np = _np()
+        held = self.rows_in.get("matrix")
+        if held is None or held[0] is not cached:
+            ids = cached.ids
+            held = (cached, _positions(ids, self.refuted), _positions(ids, self.expiring_ids))
+            self.rows_in["matrix"] = held
+        _matrix, refuted_rows, expiring_rows = held
+        rows = np.concatenate([refuted_rows, expiring_rows[self.expired_flags(store, now)]])
+        return rows[rows >= 0]
+
+
+def _np() -> Any:
+    import numpy
+
+    return numpy
+
+
+def _parse_ids(text: str | None) -> Any:
+    np = _np()
+    if not text:
+        return np.zeros(0, dtype=np.int64)
+    return np.fromstring(text, dtype=np.int64, sep=",")
+
+
+def _ids_from(store: MemoryStore, sql: str, params: Sequence[Any] = ()) -> Any:
+    """An int64 array from a query returning one ``group_concat`` of ids."""
+    np = _np()
+    text = store.query(sql, params)[0][0]
+    if not text:
+        return np.zeros(0, dtype=np.int64)
+    return np.fromstring(text, dtype=np.int64, sep=",")
+
+
+def _hidden_rows(store: MemoryStore) -> _Hidden:
+    np = _np()
+    key = store.change_token()
+    held = _HIDDEN.get(store)
+    if held is not None and held[0] == key:
+        return held[1]
+    refuted = np.sort(
+        _ids_from(
+            store,
+            "SELECT group_concat(id) FROM records INDEXED BY records_refuted WHERE refuted != 0",
+        )
+    )
+    rows = store.query(
+        "SELECT expires_at, id, refuted FROM records INDEXED BY records_expiry "
+        "WHERE expires_at IS NOT NULL ORDER BY expires_at"
+    )
+    ids = np.array([r[1] for r in rows], dtype=np.int64)
+    flags = np.array([bool(r[2]) for r in rows], dtype=bool)
+    by_id = np.argsort(ids, kind="stable")
+    order = None
+    if all(isinstance(r[0], str) for r in rows):
+        # a foreign value type (not text) is left to SQLite to compare
+        order = np.array([r[0] for r in rows], dtype=str) if rows else np.zeros(0, dtype=str)
+    top = store.query("SELECT max(id) FROM records")[0][0] or 0
+    hidden = _Hidden(
+        refuted=refuted,
+        expiring_ids=ids[by_id],
+        expiring_rank=by_id.astype(np.int64),
+        expiring_refuted=flags[by_id],
+        expiry_order=order,
+        share=min(1.0, (len(refuted) + len(ids)) / top) if top else 0.0,
+        rows=int(top),
+    )
+    _HIDDEN[store] = (key, hidden)
+    return hidden
+
+
+def _positions(sorted_ids: Any, candidates: Any) -> Any:
+    """Index of each candidate in the ascending ``sorted_ids``, -1 where absent."""
+    np = _np()
+    if len(sorted_ids) == 0:
+        return np.full(len(candidates), -1, dtype=np.int64)
+    where = np.searchsorted(sorted_ids, candidates)
+    where[where >= len(sorted_ids)] = len(sorted_ids) - 1
+    return np.where(sorted_ids[where] == candidates, where, -1)
+
+
+def _members(sorted_ids: Any, candidates: Any) -> Any:
+    """Boolean mask over ``candidates``: which are in the ascending array ``sorted_ids``."""
+    return _positions(sorted_ids, candidates) >= 0
+
+
+def _mask(matched: Any, sorted_ids: Any) -> Any:
+    """Boolean mask over the ascending ``matched``: which are in the ascending ``sorted_ids``.
+
+    Binary-searches the smaller array in the larger one.
+    """
+    np = _np()
+    if len(matched) <= len(sorted_ids):
+        return _members(sorted_ids, matched)
+    out = np.zeros(len(matched), dtype=bool)
+    where = _positions(matched, sorted_ids)
+    out[where[where >= 0]] = True
+    return out
+
+
+def _in_scope(store: MemoryStore, filters: Mapping[str, Any], ids: Any) -> Any:
+    """Mask over the ascending ``ids``: which satisfy the scope filters (live rule aside)."""
+    np = _np()
+    where, params = store.scope_clause(dict(filters), include_refuted=True, include_expired=True)
+    if len(ids) <= _SCOPE_BY_ID_LIMIT:
+        found = _ids_from(
+            store,
+            f"SELECT group_concat(id) FROM records WHERE id IN ({_JSON_IDS}) AND {where}",
+            [_json_ids(ids), *params],
+        )
+    else:
+        found = _ids_from(store, f"SELECT group_concat(id) FROM records WHERE {where}", params)
+    return _members(np.sort(found), ids)
+
+
+def _json_ids(ids: Any) -> str:
+    return "[" + ",".join(str(int(i)) for i in ids) + "]"
+
+
+def _dates(
+    store: MemoryStore, ids: Sequence[int], filters: Mapping[str, Any] | None
+) -> dict[int, tuple[str | None, str | None]]:
+    """``created_at`` and ``expires_at`` of those ``ids`` that are live and in scope."""
+    if not ids:
+        return {}
+    where, params = store.scope_clause(dict(filters or {}))
+    rows = store.query_tuples(
+        f"SELECT id, created_at, expires_at FROM records WHERE id IN ({_JSON_IDS}) AND {where}",
+        [_json_ids(ids), *params],
+    )
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+# ---------------------------------------------------------------- keyword lane
+
+
 def _keyword_lane(
     store: MemoryStore,
     match: str,
@@ -244,33 +447,129 @@ def _keyword_lane(
 ) -> tuple[_Lane, dict[str, int], int]:
     """Top ``pool_size`` live, in-scope matches by BM25, and counts of the excluded.
 
+    Two statements: FTS5 ranks the matches by ``bm25()`` exactly as a plain
+    top-N query does (N raised by a margin for the rows the live rule hides),
+    and a cheap pass lists every match's rowid (no BM25), whose refuted,
+    expired and out-of-scope rows are counted against the cached hidden rows.
+    Without filters the two run at once, on the store's two connections.
+    Only the pool's rows are then read from the records table; if excluded
+    rows crowd the top of the ranking, it is fetched again with a sure N.
+
     Raises ``sqlite3.DatabaseError`` when FTS5 rejects the query or the index.
     """
-    where, params = store.scope_clause(dict(filters or {}), alias="r")
-    rows = store.query(
-        f"SELECT {FTS_TABLE}.rowid, -bm25({FTS_TABLE}), r.created_at, r.expires_at "
-        f"FROM {FTS_TABLE} JOIN records AS r ON r.id = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH ? AND {where} "
-        f"ORDER BY bm25({FTS_TABLE}), {FTS_TABLE}.rowid LIMIT ?",
-        [match, *params, pool_size],
+    np = _np()
+    filters = dict(filters or {})
+    listing = f"SELECT group_concat(rowid) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?"
+    first: tuple[int, list[Any]] | None = None
+    hidden = _hidden_rows(store)
+    if filters:
+        text = store.query(listing, [match])[0][0]
+        matched = _parse_ids(text)
+    else:
+        guess = pool_size + int(2 * pool_size * hidden.share) + 16
+        pending = None
+        if hidden.rows >= _PARALLEL_MIN_ROWS:
+            # Two passes over every match, side by side on the store's two connections.
+            pending = _side_pool().submit(store.side_query, listing, [match])
+        try:
+            rows = _ranked_matches(store, match, guess)
+        except BaseException:
+            if pending is not None:
+                pending.cancel()
+            raise
+        first = (guess, rows)
+        if len(rows) < guess:
+            # Fewer matches than asked for: the ranking holds every one of them.
+            matched = np.sort(np.asarray([r[0] for r in rows], dtype=np.int64))
+        else:
+            found = pending.result() if pending is not None else None
+            text = found[0][0] if found is not None else store.query(listing, [match])[0][0]
+            matched = _parse_ids(text)
+    total = len(matched)
+    excluded = {"refuted": 0, "expired": 0, "out_of_scope": 0}
+    if total == 0:
+        return _lane_from_ranked([], pool_size), excluded, 0
+    if total > 1 and not bool((matched[1:] > matched[:-1]).all()):
+        matched = np.unique(matched)
+        total = len(matched)
+    refuted, expired = hidden.classify(store, matched, store.now_text())
+    expired &= ~refuted
+    out = refuted | expired
+    excluded["refuted"] = int(refuted.sum())
+    excluded["expired"] = int(expired.sum())
+    if filters:
+        live = ~out
+        scope = _in_scope(store, filters, matched[live])
+        excluded["out_of_scope"] = int((~scope).sum())
+        out[np.flatnonzero(live)[~scope]] = True
+    dropped = set(matched[out].tolist()) if out.any() else set()
+    lane_rows = _keyword_pool(store, match, filters, pool_size, total, dropped, first)
+    return _lane_from_ranked(lane_rows, pool_size), excluded, total
+
+
+_SIDE_POOL: ThreadPoolExecutor | None = None
+_PARALLEL_MIN_ROWS = 50_000  # below this, a second thread costs more than it saves
+
+
+def _side_pool() -> ThreadPoolExecutor:
+    global _SIDE_POOL
+    if _SIDE_POOL is None:
+        _SIDE_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memtui-search")
+    return _SIDE_POOL
+
+
+def _ranked_matches(store: MemoryStore, match: str, fetch: int) -> list[tuple[Any, ...]]:
+    """The plain top-N query: ``(rowid, bm25())`` by ``bm25()``, ties by rowid."""
+    return store.query_tuples(
+        f"SELECT rowid, bm25({FTS_TABLE}) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? "
+        f"ORDER BY bm25({FTS_TABLE}), rowid LIMIT ?",
+        [match, fetch],
     )
-    lane = _lane_from_ranked([(r[0], float(r[1]), r[2], r[3]) for r in rows], pool_size)
-    in_scope, scope_params = store.scope_clause(
-        dict(filters or {}), include_refuted=True, include_expired=True, alias="r"
-    )
-    now = store.now_text()
-    counts = store.query(
-        "SELECT count(*), "
-        "coalesce(sum(r.refuted != 0), 0), "
-        "coalesce(sum(r.refuted = 0 AND r.expires_at IS NOT NULL AND r.expires_at <= ?), 0), "
-        "coalesce(sum(r.refuted = 0 AND (r.expires_at IS NULL OR r.expires_at > ?) "
-        f"AND CASE WHEN ({in_scope}) THEN 0 ELSE 1 END), 0) "
-        f"FROM {FTS_TABLE} JOIN records AS r ON r.id = {FTS_TABLE}.rowid "
-        f"WHERE {FTS_TABLE} MATCH ?",
-        [now, now, *scope_params, match],
-    )[0]
-    excluded = {"refuted": counts[1], "expired": counts[2], "out_of_scope": counts[3]}
-    return lane, excluded, counts[0]
+
+
+def _keyword_pool(
+    store: MemoryStore,
+    match: str,
+    filters: Mapping[str, Any],
+    pool_size: int,
+    total: int,
+    dropped: set[int],
+    first: tuple[int, list[Any]] | None = None,
+) -> list[tuple[int, float, str | None, str | None]]:
+    """The best ``pool_size`` matches by ``(bm25(), rowid)`` outside ``dropped``, with dates.
+
+    ``first`` is an already fetched ``(N, top-N rows)``. If it comes short
+    once the excluded rows are dropped, the ranking is fetched again with
+    N = pool + every excluded match, which cannot come short.
+    """
+    if first is not None:
+        fetch, rows = first
+    else:
+        fetch = pool_size + len(dropped)  # cannot come short
+        rows = None
+    keep: list[tuple[Any, ...]] = []
+    dates: dict[int, tuple[str | None, str | None]] = {}
+    for _round in range(6):
+        wanted = min(pool_size, total - len(dropped))
+        if wanted <= 0:
+            return []
+        if rows is None:
+            fetch = min(fetch, total)
+            rows = _ranked_matches(store, match, fetch)
+        keep = [r for r in rows if r[0] not in dropped][:wanted]
+        # Read in id order: far cheaper than in rank order on a big table.
+        dates = _dates(store, sorted(r[0] for r in keep), filters)
+        gone = {r[0] for r in keep if r[0] not in dates}  # changed since the count, or no record
+        if not gone and (len(keep) >= wanted or len(rows) < fetch or fetch >= total):
+            break
+        dropped = dropped | gone
+        sure = pool_size + len(dropped)
+        fetch = sure if fetch < sure else total
+        rows = None
+    return [(r[0], -float(r[1]), *dates[r[0]]) for r in keep if r[0] in dates]
+
+
+# ---------------------------------------------------------------- vector lane
 
 
 def _vector_lane(
@@ -285,27 +584,146 @@ def _vector_lane(
     shares nothing with the query (cosine 0 or less) is absent from the lane
     and scores 0 there, exactly like a record the keyword lane did not match.
     Otherwise min-max normalization would hand unrelated records vector credit.
+
+    The stored vectors come as one matrix (``memtui.core.vector_cache``). A
+    float32 product ranks every row at memory speed; the rows that can still
+    reach the pool (an approximate score within the product's rounding bound of
+    the pool's last exact score) get their cosine recomputed exactly as
+    ``cosine()`` does it, in float64 summed in order, so scores and ties are the
+    same as a row-by-row computation would give.
     """
-    where, params = store.scope_clause(dict(filters or {}), alias="r")
-    rows = store.query(
-        "SELECT v.record_id, v.vector, r.created_at, r.expires_at "
-        "FROM vectors AS v JOIN records AS r ON r.id = v.record_id "
-        f"WHERE {where}",
-        params,
+    from memtui.core import vector_cache
+
+    np = _np()
+    filters = dict(filters or {})
+    cached = vector_cache.load(store)
+    if cached is None or len(cached) == 0 and not cached.bad:
+        return _lane_from_ranked([], pool_size)
+    dim = len(query_vector)
+    if cached.bad or cached.dim != dim:
+        _check_dimensions(store, cached, dim, filters)
+    if len(cached) == 0:
+        return _lane_from_ranked([], pool_size)
+    ids, matrix = cached.ids, cached.matrix
+    query64 = np.asarray(query_vector, dtype=np.float64)
+    query32 = query64.astype(np.float32)
+    query_norm = float(np.sqrt(np.dot(query32, query32)))
+    approx = np.asarray(matrix @ query32, dtype=np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        approx /= cached.norms * np.float32(query_norm)
+    approx[cached.norms == 0] = 0.0  # cosine() gives 0 for an all-zero vector
+    approx[~np.isfinite(approx)] = np.inf  # unknown: let the exact pass decide
+    # Rows that cannot be in the lane: hidden by the live rule, or out of scope.
+    hidden_rows = _hidden_rows(store).matrix_rows(store, cached, store.now_text())
+    approx[hidden_rows[hidden_rows >= 0]] = -np.inf
+    if filters:
+        scope = _scope_ids(store, filters)
+        approx[~_members(scope, ids)] = -np.inf
+    # |approx - cosine| <= bound: float32 rounding of the products, the sums
+    # and the norms, doubled for safety.
+    bound = 2.0 * (2 * dim + 16) * 2.0**-24
+    return _lane_from_ranked(
+        _best_rows(store, cached, approx, query64, bound, filters, pool_size), pool_size
     )
-    scored = []
-    for record_id, blob, created, expires in rows:
-        vector = unpack_vector(blob)
-        if len(vector) != len(query_vector):
-            raise _VectorMismatch(
-                f"stored vector of record #{record_id} has {len(vector)} dims; "
-                f"the query vector has {len(query_vector)}"
+
+
+def _scope_ids(store: MemoryStore, filters: Mapping[str, Any]) -> Any:
+    np = _np()
+    where, params = store.scope_clause(dict(filters))
+    return np.sort(_ids_from(store, f"SELECT group_concat(id) FROM records WHERE {where}", params))
+
+
+def _best_rows(
+    store: MemoryStore,
+    cached: Any,
+    approx: Any,
+    query64: Any,
+    bound: float,
+    filters: Mapping[str, Any],
+    pool_size: int,
+) -> list[tuple[int, float, str | None, str | None]]:
+    """Best-first over the approximate scores until no unseen row can reach the pool.
+
+    Rows are taken in chunks by approximate score, scored exactly, and the
+    best ``pool_size`` are checked against the records table (live, in scope,
+    with their dates). The loop stops once the best unseen approximate score,
+    plus the rounding bound, is below the pool's last exact score (or below 0).
+    """
+    np = _np()
+    work = approx.copy()
+    n = len(work)
+    scored: list[tuple[float, int]] = []  # (-cosine, record id), positive cosines only
+    dates: dict[int, tuple[str | None, str | None]] = {}
+    missing: set[int] = set()
+    query_sq = float(np.cumsum(query64 * query64)[-1])  # in order, as cosine() sums it
+    take = min(n, pool_size + 32)
+    top: list[tuple[float, int]] = []
+    while True:
+        left = int(np.count_nonzero(work > -np.inf)) if take >= n else n
+        if take < left:
+            rows = np.argpartition(work, n - take)[n - take :]
+        else:
+            rows = np.flatnonzero(work > -np.inf)
+        rows = rows[work[rows] >= -bound]  # a cosine that can still be positive
+        work[rows] = -np.inf
+        if len(rows):
+            cosines = _exact_cosines(cached.matrix, rows, query64, query_sq)
+            positive = cosines > 0
+            scored.extend(
+                zip((-cosines[positive]).tolist(), cached.ids[rows[positive]].tolist(), strict=True)
             )
-        similarity = cosine(query_vector, vector)
-        if similarity > 0:
-            scored.append((record_id, similarity, created, expires))
-    scored.sort(key=lambda item: (-item[1], item[0]))
-    return _lane_from_ranked(scored[:pool_size], pool_size)
+            scored.sort()
+        while True:  # the best pool_size scored rows, each confirmed live and in scope
+            top = [entry for entry in scored if entry[1] not in missing][:pool_size]
+            unknown = sorted(i for _, i in top if i not in dates)
+            if not unknown:
+                break
+            found = _dates(store, unknown, filters)
+            dates.update(found)
+            missing.update(i for i in unknown if i not in found)
+        rest = float(work.max()) if n else -np.inf
+        if rest < -bound:
+            break  # no unseen row can have a positive cosine
+        if len(top) >= pool_size and rest + bound < -top[-1][0]:
+            break  # no unseen row can reach (or tie) the pool's last score
+        take = min(n, take * 4)
+    return [(record_id, -neg, *dates[record_id]) for neg, record_id in top]
+
+
+def _exact_cosines(matrix: Any, rows: Any, query64: Any, query_sq: float) -> Any:
+    """``cosine(query, row)`` for each row, bit for bit as ``cosine()`` computes it.
+
+    float64 products summed in order: a reduction over the first axis of the
+    transposed rows adds them one position at a time, as the plain loop does.
+    """
+    np = _np()
+    values = np.ascontiguousarray(np.asarray(matrix[rows], dtype=np.float64).T)
+    dots = np.add.reduce(values * query64[:, None], axis=0)
+    squares = np.add.reduce(values * values, axis=0)
+    out = np.zeros(len(rows), dtype=np.float64)
+    nonzero = squares != 0.0
+    if query_sq != 0.0:
+        out[nonzero] = dots[nonzero] / (math.sqrt(query_sq) * np.sqrt(squares[nonzero]))
+    return out
+
+
+def _check_dimensions(
+    store: MemoryStore, cached: Any, dim: int, filters: Mapping[str, Any]
+) -> None:
+    """Raise ``_VectorMismatch`` for the first live, in-scope vector not of ``dim`` values."""
+    lengths = dict(cached.bad)
+    if cached.dim != dim:
+        lengths.update({int(i): cached.dim for i in cached.ids.tolist()})
+    wrong = sorted(i for i, n in lengths.items() if n != dim)
+    for start in range(0, len(wrong), 5000):
+        chunk = wrong[start : start + 5000]
+        live = _dates(store, chunk, filters)
+        for record_id in chunk:
+            if record_id in live:
+                raise _VectorMismatch(
+                    f"stored vector of record #{record_id} has {lengths[record_id]} dims; "
+                    f"the query vector has {dim}"
+                )
 
 
 def _query_vector(
@@ -600,6 +1018,42 @@ def index_averages(store: MemoryStore) -> tuple[int, int]:
     return values[0], (values[1] if len(values) > 1 else 0)
 
 
+# Document frequencies per term, kept until the database changes: explaining
+# several results of one query looks the same terms up again.
+_DF_CACHE: weakref.WeakKeyDictionary[MemoryStore, tuple[tuple[int, int], dict[str, int]]] = (
+    weakref.WeakKeyDictionary()
+)
+_DF_CACHE_TERMS = 4096
+
+
+def _document_frequencies(store: MemoryStore) -> dict[str, int]:
+    key = store.change_token()
+    held = _DF_CACHE.get(store)
+    if held is None or held[0] != key or len(held[1]) > _DF_CACHE_TERMS:
+        held = (key, {})
+        _DF_CACHE[store] = held
+    return held[1]
+
+
+def _term_frequency(store: MemoryStore, term: str, record_id: int) -> int:
+    """How many times the index holds ``term`` in the record: FTS5's own instance count.
+
+    ``highlight()`` marks every instance that the index's position list gives
+    for that row (what ``bm25()`` counts), so the marks, less any such
+    character already in the text, are the term frequency. It reads one row's
+    positions instead of scanning every instance of the term (``fts5vocab``).
+    """
+    rows = store.query(
+        f"SELECT highlight({FTS_TABLE}, 0, char(1), ''), {FTS_TABLE}.content "
+        f"FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? AND rowid = ?",
+        (match_expression([term]), record_id),
+    )
+    if not rows or rows[0][0] is None:
+        return 0
+    marked, text = rows[0]
+    return marked.count("\x01") - (text or "").count("\x01")
+
+
 def explain_keyword(store: MemoryStore, query: str, record_id: int) -> dict[str, Any]:
     """Decompose one record's keyword raw score (``-bm25()``) into per-term contributions.
 
@@ -621,13 +1075,13 @@ def explain_keyword(store: MemoryStore, query: str, record_id: int) -> dict[str,
     doc_len = _varints(bytes(sizes[0][0]))[0] if sizes and sizes[0][0] else 0
     out_terms = []
     total = 0.0
+    frequencies = _document_frequencies(store)
     for term in terms:
-        found_df = store.query(f"SELECT doc FROM temp.{_VOCAB_ROW} WHERE term = ?", (term,))
-        df = found_df[0][0] if found_df else 0
-        tf = store.query(
-            f"SELECT count(*) FROM temp.{_VOCAB_INSTANCE} WHERE term = ? AND doc = ?",
-            (term, int(record_id)),
-        )[0][0]
+        if term not in frequencies:
+            found_df = store.query(f"SELECT doc FROM temp.{_VOCAB_ROW} WHERE term = ?", (term,))
+            frequencies[term] = found_df[0][0] if found_df else 0
+        df = frequencies[term]
+        tf = _term_frequency(store, term, int(record_id))
         idf = math.log((rows_total - df + 0.5) / (df + 0.5)) if rows_total else BM25_MIN_IDF
         if idf <= 0.0:
             idf = BM25_MIN_IDF

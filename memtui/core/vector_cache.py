@@ -1,0 +1,586 @@
+"""The store's vectors as one float32 matrix, for the vector lane (design.md section 4).
+
+Decoding a million vectors from SQLite blobs takes seconds, so the matrix is
+built once and kept:
+
+- in memory, per open store, for as long as the vectors do not change;
+- on disk, for a store with at least ``FILE_CACHE_MIN_VECTORS`` vectors, as
+  a memory-mapped ``.npy`` file in the ``vectors`` folder of the user's memtui
+  cache folder (``$MEMTUI_CACHE_DIR``, else ``$XDG_CACHE_HOME/memtui``, else
+  ``~/.cache/memtui``), so that the next process maps it in instead of
+  decoding again. The rows are decoded straight into a temporary file, which
+  is mapped at once (page cache is cheaper than fresh memory for a million
+  rows); a background thread syncs it and publishes it under its name.
+
+A cached matrix is current only for the identity it was built at: the
+database's ``database_id``, its ``vectors_generation`` (bumped by a trigger on
+every vector write or delete, by any writer), the highest vector record id and
+the recorded embedder. A stale copy is never used; it is deleted and rebuilt,
+lazily, by the first vector search that needs it (never at start-up).
+
+Forget means gone (design.md section 3): ``MemoryStore.forget`` calls
+``invalidate``, which drops the in-memory copy, overwrites the forgotten rows
+of every on-disk copy (one still being published included) with zeros and
+syncs them, then moves every cache file of that database out of the cache and
+deletes it; the next vector search rebuilds from the database, without the
+forgotten vectors.
+
+numpy is imported only when a matrix is built or loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memtui.core.store import MemoryStore
+
+FILE_CACHE_MIN_VECTORS = 50_000
+"""Stores with fewer vectors keep their matrix in memory only."""
+
+CACHE_DIR_ENV = "MEMTUI_CACHE_DIR"
+BUILD_CHUNK = 4096  # rows per read: small enough for the allocator to reuse its buffers
+_HEADER_BYTES = 128  # a .npy v1.0 header padded to a fixed size, written before the rows
+_NPY_MAGIC = b"\x93NUMPY\x01\x00"
+
+_MEMORY: weakref.WeakKeyDictionary[Any, VectorMatrix] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class VectorMatrix:
+    """Every stored vector of one database, rows in record id order.
+
+    ``bad`` maps the record ids whose stored blob does not have ``dim`` floats
+    to the number of floats it has; those rows are not in the matrix.
+    """
+
+    ids: Any  # int64 array, ascending
+    matrix: Any  # float32 array (len(ids), dim); a read-only memory map when from file
+    norms: Any  # float32 array: each row's Euclidean norm
+    dim: int
+    name: str
+    identity: tuple[Any, ...] | None
+    source: str  # "memory" (an array), "file" (mapped from a cache file)
+    bad: dict[int, int] = field(default_factory=dict)
+    path: Path | None = None
+
+    def __len__(self) -> int:
+        return int(len(self.ids))
+
+
+def cache_dir() -> Path:
+    """Where cached matrices go: the ``vectors`` folder of memtui's cache folder.
+
+    That is $MEMTUI_CACHE_DIR, else $XDG_CACHE_HOME/memtui, else ~/.cache/memtui
+    (foreign-store indexes sit beside it, in ``sources``).
+    """
+    explicit = os.environ.get(CACHE_DIR_ENV)
+    if explicit:
+        return Path(explicit) / "vectors"
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base) if base else Path.home() / ".cache") / "memtui" / "vectors"
+
+
+def cache_stem(store: MemoryStore) -> str | None:
+    """The file-name stem of this database's cache files; None for an in-memory store."""
+    if store.path is None:
+        return None
+    where = str(Path(store.path).resolve())
+    return "vectors-" + hashlib.sha256(where.encode("utf-8")).hexdigest()[:24]
+
+
+def identity(store: MemoryStore) -> tuple[Any, ...] | None:
+    """What a cached matrix must match to be current; None when the file cannot say."""
+    values = {
+        key: value
+        for key, value in store.query(
+            "SELECT key, value FROM meta WHERE key IN "
+            "('vectors_generation', 'database_id', 'embedder_name', 'embedder_dim')"
+        )
+    }
+    if "vectors_generation" not in values or "embedder_name" not in values:
+        return None
+    top = store.query("SELECT max(record_id) FROM vectors")[0][0]
+    return (
+        values.get("database_id"),
+        int(values["vectors_generation"]),
+        top,
+        values["embedder_name"],
+        int(values["embedder_dim"]),
+    )
+
+
+def cache_files(store: MemoryStore) -> list[Path]:
+    """Every cache file of this database now on disk."""
+    stem = cache_stem(store)
+    folder = cache_dir()
+    if stem is None or not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.name.startswith(stem))
+
+
+def load(store: MemoryStore) -> VectorMatrix | None:
+    """The current matrix of ``store``'s vectors (None: no embedder recorded).
+
+    In order: the in-memory copy, the on-disk copy, a fresh build from the
+    database (into a cache file for a big store). A stale copy is discarded.
+    """
+    recorded = store.recorded_embedder()
+    if recorded is None:
+        return None
+    current = identity(store)
+    held = _MEMORY.get(store)
+    if held is not None and current is not None and held.identity == current:
+        return held
+    _MEMORY.pop(store, None)
+    loaded = _load_file(store, current) if current is not None else None
+    if loaded is None:
+        loaded = _build(store, recorded["name"], recorded["dim"], current)
+    if loaded.identity is not None:
+        _MEMORY[store] = loaded
+    return loaded
+
+
+def invalidate(store: MemoryStore, forgotten: Any = (), *, empty_now: bool = True) -> bool:
+    """Drop every cached copy of ``store``'s vectors; True when no cache file is left.
+
+    Rows of ``forgotten`` record ids in an on-disk copy are first overwritten
+    with zeros and synced to disk, so that their bytes do not linger in the
+    blocks the file frees. The files are then renamed out of the cache at
+    once and deleted by a background thread: freeing a big file's blocks takes
+    a noticeable fraction of a second, and they no longer hold forgotten data.
+    With ``empty_now=False`` that thread waits for ``empty_trash()``, so that
+    a forget does not compete with its own checkpoint for the disk.
+    """
+    _MEMORY.pop(store, None)
+    with _FILE_LOCK:
+        return _invalidate_files(store, forgotten, empty_now)
+
+
+def _invalidate_files(store: MemoryStore, forgotten: Any, empty_now: bool) -> bool:
+    files = cache_files(store)
+    if not files:
+        return True
+    wanted = [int(i) for i in forgotten]
+    if wanted:
+        _zero_rows(files, wanted)
+    for path in files:
+        trash = path.with_name(f"{_TRASH}{secrets.token_hex(6)}-{path.name}")
+        try:
+            os.replace(path, trash)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            try:
+                path.unlink()
+            except OSError:
+                continue
+    if empty_now:
+        empty_trash()
+    return not cache_files(store)
+
+
+def empty_trash() -> None:
+    """Delete, in a background thread, the cache files ``invalidate`` renamed away."""
+    _delete_later(_leftover_trash(cache_dir()))
+
+
+_TRASH = "trash-"
+
+
+def _leftover_trash(folder: Path) -> list[Path]:
+    """Trash files another process renamed but did not get to delete."""
+    try:
+        return [p for p in folder.iterdir() if p.name.startswith(_TRASH)]
+    except OSError:
+        return []
+
+
+def _delete_later(paths: list[Path]) -> None:
+    def delete() -> None:
+        for path in paths:
+            try:
+                path.unlink()
+            except OSError:
+                pass
+
+    if paths:
+        threading.Thread(target=delete, name="memtui-cache-trash", daemon=True).start()
+
+
+# ---------------------------------------------------------------- build
+
+
+def _build(
+    store: MemoryStore, name: str, dim: int, current: tuple[Any, ...] | None
+) -> VectorMatrix:
+    """Decode the vectors table into a matrix; for a big file store, into the cache file.
+
+    Reads in keyset chunks, each fetched whole, so no read transaction stays
+    open. If the vectors change while they are read, they are read again (up
+    to three times); a copy whose identity cannot be pinned is used once and
+    not kept. A big store's rows are written straight to a temporary file in
+    the cache folder and mapped (cheaper than fresh memory for a million
+    rows); a background thread then syncs it and publishes it under its name.
+    """
+    for _attempt in range(3):
+        if current is None:
+            break
+        writer = None
+        stem = cache_stem(store)
+        top = store.query("SELECT max(record_id) FROM vectors")[0][0] or 0
+        if stem is not None and top >= FILE_CACHE_MIN_VECTORS:
+            try:
+                writer = _MatrixWriter(cache_dir(), stem, dim)
+            except OSError:
+                writer = None  # no writable cache folder: keep the matrix in memory
+        try:
+            ids, norms, rows, bad = _read_vectors(store, dim, writer)
+            after = identity(store)
+            if after == current:
+                if writer is None:
+                    return VectorMatrix(ids, rows, norms, dim, name, current, "memory", bad)
+                mapped = writer.finish(ids)
+                built = VectorMatrix(ids, mapped, norms, dim, name, current, "file", bad)
+                built.path = writer.tmp
+                _publish_later(store, built, writer)
+                return built
+        except BaseException:
+            if writer is not None:
+                writer.abandon()
+            raise
+        if writer is not None:
+            writer.abandon()
+        current = after
+    ids, norms, rows, bad = _read_vectors(store, dim, None)
+    return VectorMatrix(ids, rows, norms, dim, name, None, "memory", bad)
+
+
+def _read_vectors(
+    store: MemoryStore, dim: int, writer: _MatrixWriter | None
+) -> tuple[Any, Any, Any, dict[int, int]]:
+    """``(ids, norms, rows, bad)`` from the vectors table, rows in record id order.
+
+    With a ``writer`` the rows go to its file (``rows`` is None); else into one
+    preallocated matrix.
+    """
+    import numpy as np
+
+    top = int(store.query("SELECT max(record_id) FROM vectors")[0][0] or 0)
+    capacity = max(top, 1)
+    matrix = np.empty((capacity, dim), dtype="<f4") if writer is None else None
+    ids = np.empty(capacity, dtype=np.int64)
+    norms = np.empty(capacity, dtype=np.float32)
+    bad: dict[int, int] = {}
+    width = dim * 4
+    count = 0
+    last = 0
+    first = True
+    while True:
+        if first:
+            rows = store.query_tuples(
+                "SELECT record_id, vector FROM vectors ORDER BY record_id LIMIT ?", (BUILD_CHUNK,)
+            )
+            first = False
+        else:
+            rows = store.query_tuples(
+                "SELECT record_id, vector FROM vectors WHERE record_id > ? "
+                "ORDER BY record_id LIMIT ?",
+                (last, BUILD_CHUNK),
+            )
+        if not rows:
+            break
+        last = rows[-1][0]
+        chunk_ids = [r[0] for r in rows]
+        blobs = [r[1] for r in rows]
+        if any(len(b) != width for b in blobs):
+            for record_id, blob in rows:
+                if len(blob) != width:
+                    bad[int(record_id)] = len(blob) // 4
+            kept = [r for r in rows if len(r[1]) == width]
+            chunk_ids = [r[0] for r in kept]
+            blobs = [r[1] for r in kept]
+        if not chunk_ids:
+            continue
+        block = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(-1, dim)
+        end = count + len(chunk_ids)
+        if end > capacity:  # rows past the highest id seen at the start: grow
+            capacity = max(2 * capacity, end)
+            ids = np.concatenate([ids[:count], np.empty(capacity - count, dtype=np.int64)])
+            norms = np.concatenate([norms[:count], np.empty(capacity - count, np.float32)])
+            if matrix is not None:
+                matrix = np.concatenate(
+                    [matrix[:count], np.empty((capacity - count, dim), dtype="<f4")]
+                )
+        ids[count:end] = chunk_ids
+        norms[count:end] = np.sqrt(np.einsum("ij,ij->i", block, block))
+        if writer is not None:
+            writer.write(block)
+        else:
+            matrix[count:end] = block
+        count = end
+    ids, norms = ids[:count].copy(), norms[:count].copy()
+    if matrix is not None:
+        matrix = matrix[:count]
+    return ids, norms, matrix, bad
+
+
+# Publishing a cache file and invalidating the cache never overlap in this
+# process: a forget (which holds the store's lock) waits for a file being
+# published, then zeroes its own rows in it; the publisher never waits long
+# for the store's lock while it holds this one.
+_FILE_LOCK = threading.Lock()
+_WRITERS: list[threading.Thread] = []
+_PENDING: dict[Path, Any] = {}  # temporary matrix files of this process -> their ids
+
+
+def _publish_later(store: MemoryStore, built: VectorMatrix, writer: _MatrixWriter) -> None:
+    target = weakref.ref(store)
+    _PENDING[writer.tmp] = built.ids
+
+    def publish() -> None:
+        try:
+            owner = target()
+            if owner is not None:
+                _publish(owner, built, writer)
+        except Exception:  # noqa: BLE001 - a cache is optional; the mapped copy still works
+            pass
+        finally:
+            _PENDING.pop(writer.tmp, None)
+
+    thread = threading.Thread(target=publish, name="memtui-vector-cache", daemon=True)
+    _WRITERS[:] = [t for t in _WRITERS if t.is_alive()] + [thread]
+    thread.start()
+
+
+def wait_for_writes(timeout: float | None = None) -> None:
+    """Wait until cache files being published in the background are (tests, benchmarks)."""
+    for thread in list(_WRITERS):
+        thread.join(timeout)
+
+
+def _publish(store: MemoryStore, built: VectorMatrix, writer: _MatrixWriter) -> None:
+    """Sync the temporary file and publish it, if the vectors are still the same."""
+    assert built.identity is not None
+    writer.sync()  # on disk before it gets a name other processes trust
+    for _attempt in range(100):
+        with _FILE_LOCK:
+            # A writer holding the store's lock may be waiting for this lock (a
+            # forget): never wait long for the store's lock here.
+            if store._lock.acquire(timeout=0.05):
+                try:
+                    current = identity(store)
+                finally:
+                    store._lock.release()
+                if current != built.identity:
+                    writer.abandon()  # changed meanwhile: publish nothing
+                    return
+                path = writer.publish(built.ids, built.norms, built.identity, built.name, built.bad)
+                if path is not None:
+                    built.path = path
+                return
+        time.sleep(0.02)  # let the store's writer take the file lock
+    writer.abandon()
+
+
+class _MatrixWriter:
+    """Streams matrix rows into a temporary ``.npy`` file, then publishes the cache."""
+
+    def __init__(self, folder: Path, stem: str | None, dim: int) -> None:
+        assert stem is not None
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self.stem = stem
+        self.dim = dim
+        self.rows = 0
+        token = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self.tmp = folder / f"{stem}.tmp-{token}.npy"
+        self.handle = self.tmp.open("wb")
+        self.handle.write(b"\0" * _HEADER_BYTES)
+
+    def write(self, block: Any) -> None:
+        self.handle.write(memoryview(block).cast("B"))
+        self.rows += len(block)
+
+    def finish(self, ids: Any) -> Any:
+        """Complete the file (header, flushed) and map it, read-only."""
+        import numpy as np
+
+        self.handle.seek(0)
+        self.handle.write(_npy_header((self.rows, self.dim)))
+        self.handle.close()
+        return np.load(self.tmp, mmap_mode="r")
+
+    def sync(self) -> None:
+        fd = os.open(self.tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # so that a forget's zeroing later syncs one page, not the file
+        finally:
+            os.close(fd)
+
+    def publish(
+        self, ids: Any, norms: Any, ident: tuple[Any, ...], name: str, bad: dict[int, int]
+    ) -> Path | None:
+        """Move the synced file into place with its ids, norms and sidecar.
+
+        None when the temporary file is gone (a forget took it meanwhile).
+        """
+        tag = hashlib.sha256(repr(ident).encode()).hexdigest()[:12]
+        base = self.folder / f"{self.stem}-{tag}"
+        matrix_path = Path(f"{base}.f32.npy")
+        ids_path = Path(f"{base}.ids.npy")
+        norms_path = Path(f"{base}.norms.npy")
+        _save_atomic(ids_path, ids)
+        _save_atomic(norms_path, norms)
+        try:
+            os.replace(self.tmp, matrix_path)
+        except FileNotFoundError:
+            ids_path.unlink(missing_ok=True)
+            norms_path.unlink(missing_ok=True)
+            return None
+        sidecar = {
+            "identity": list(ident),
+            "name": name,
+            "dim": self.dim,
+            "rows": self.rows,
+            "matrix": matrix_path.name,
+            "ids": ids_path.name,
+            "norms": norms_path.name,
+            "bad": [[k, v] for k, v in sorted(bad.items())],
+        }
+        side = self.folder / f"{self.stem}.json"
+        tmp_side = self.folder / f"{self.stem}.json.tmp-{secrets.token_hex(4)}"
+        tmp_side.write_text(json.dumps(sidecar))
+        os.replace(tmp_side, side)
+        keep = {matrix_path, ids_path, norms_path, side}
+        stale = [
+            p
+            for p in self.folder.iterdir()
+            if p.name.startswith(self.stem) and p not in keep and ".tmp-" not in p.name
+        ]
+        for path in stale:  # an older generation's files: out of the cache, deleted later
+            try:
+                os.replace(path, path.with_name(f"{_TRASH}{secrets.token_hex(6)}-{path.name}"))
+            except OSError:
+                pass
+        if stale:
+            empty_trash()
+        return matrix_path
+
+    def abandon(self) -> None:
+        try:
+            if not self.handle.closed:
+                self.handle.close()
+        finally:
+            self.tmp.unlink(missing_ok=True)
+
+
+def _npy_header(shape: tuple[int, int]) -> bytes:
+    text = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape!r}, }}"
+    room = _HEADER_BYTES - len(_NPY_MAGIC) - 2
+    body = text.ljust(room - 1) + "\n"
+    if len(body) != room:
+        raise ValueError(f"matrix shape {shape} does not fit the fixed .npy header")
+    return _NPY_MAGIC + room.to_bytes(2, "little") + body.encode("latin-1")
+
+
+def _save_atomic(path: Path, array: Any) -> None:
+    import numpy as np
+
+    tmp = path.with_name(f"{path.name}.tmp-{secrets.token_hex(4)}")
+    with tmp.open("wb") as handle:
+        np.save(handle, array)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- load
+
+
+def _load_file(store: MemoryStore, current: tuple[Any, ...]) -> VectorMatrix | None:
+    import numpy as np
+
+    stem = cache_stem(store)
+    if stem is None:
+        return None
+    folder = cache_dir()
+    side = folder / f"{stem}.json"
+    try:
+        info = json.loads(side.read_text())
+    except (OSError, ValueError):
+        return None
+    if tuple(info.get("identity", ())) != tuple(current):
+        invalidate(store)  # stale: its database has changed since
+        return None
+    try:
+        matrix = np.load(folder / info["matrix"], mmap_mode="r")
+        ids = np.load(folder / info["ids"])
+        norms = np.load(folder / info["norms"])
+    except (OSError, ValueError, KeyError):
+        return None
+    if (
+        matrix.ndim != 2
+        or matrix.shape != (len(ids), info["dim"])
+        or norms.shape != (len(ids),)
+        or matrix.dtype != np.dtype("<f4")
+    ):
+        return None
+    bad = {int(k): int(v) for k, v in info.get("bad", [])}
+    return VectorMatrix(
+        ids,
+        matrix,
+        norms,
+        int(info["dim"]),
+        info["name"],
+        current,
+        "file",
+        bad,
+        folder / info["matrix"],
+    )
+
+
+def _zero_rows(files: list[Path], wanted: list[int]) -> None:
+    """Overwrite the rows of ``wanted`` record ids with zeros, on disk (fsync), in place."""
+    import numpy as np
+
+    targets = np.asarray(sorted(set(wanted)), dtype=np.int64)
+    for matrix_path in files:
+        if matrix_path in _PENDING:  # being published by this process
+            ids = _PENDING[matrix_path]
+        elif matrix_path.name.endswith(".f32.npy"):
+            try:
+                ids = np.load(Path(str(matrix_path)[: -len(".f32.npy")] + ".ids.npy"))
+            except (OSError, ValueError):
+                continue
+        else:
+            continue
+        try:
+            shape = np.load(matrix_path, mmap_mode="r").shape
+        except (OSError, ValueError):
+            continue
+        where = np.searchsorted(ids, targets)
+        inside = where < len(ids)
+        where = where[inside]
+        where = where[ids[where] == targets[inside]]
+        if not len(where):
+            continue
+        width = int(shape[1]) * 4
+        zeros = bytes(width)
+        try:
+            handle = open(matrix_path, "r+b")  # noqa: SIM115 - closed below
+        except OSError:
+            continue
+        with handle:
+            for row in where.tolist():
+                handle.seek(_HEADER_BYTES + row * width)
+                handle.write(zeros)
+            handle.flush()
+            os.fsync(handle.fileno())  # on the file's blocks before the unlink frees them

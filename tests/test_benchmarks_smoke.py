@@ -1,0 +1,67 @@
+"""The benchmark harness runs end to end on a small database, so it cannot rot.
+
+No timing is asserted here: only that every table row is produced.
+"""
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def _rows():
+    """The harness's row list (``benchmarks`` is a top-level folder, not an installed package)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module("benchmarks.harness").ROWS
+
+
+def _run(out_dir, *extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks",
+            "--records",
+            "1500",
+            "--repeats",
+            "1",
+            "--queries",
+            "2",
+            "--out-dir",
+            str(out_dir),
+            *extra,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_harness_prints_every_row_and_reuses_its_database(tmp_path):
+    ROWS = _rows()
+    done = _run(tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "## 1,500 records x 384 dims" in out
+    for _key, label in ROWS:
+        assert f"| {label} |" in out, label
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == len(ROWS) + 1  # and the header
+    assert "generating 1,500 records" in done.stderr
+    saved = json.loads((tmp_path / "results-1500-seed20261130.json").read_text())
+    assert [row["key"] for row in saved["rows"]] == [key for key, _ in ROWS]
+    assert all(row["ours"] for row in saved["rows"])
+    assert list(tmp_path.glob("*.db")) == [tmp_path / "bench-1500-seed20261130-v1.db"]
+
+    again = _run(tmp_path, "--skip-forget")
+    assert again.returncode == 0, again.stderr
+    assert "reusing" in again.stderr and "generating" not in again.stderr
+    assert "| keyword lane, 2 terms, common |" in again.stdout

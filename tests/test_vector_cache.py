@@ -1,0 +1,300 @@
+"""The cached vector matrix: same answers as row by row, stale after any change, gone on forget."""
+
+import os
+import sqlite3
+import time
+
+import numpy as np
+import pytest
+from conftest import fixed_clock
+
+from memtui.core import vector_cache
+from memtui.core.embed import HashEmbedder
+from memtui.core.search import _vector_lane, cosine, hybrid_search
+from memtui.core.store import MemoryStore, pack_vector, unpack_vector
+
+WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(vector_cache.CACHE_DIR_ENV, str(folder))
+    monkeypatch.setattr(vector_cache, "FILE_CACHE_MIN_VECTORS", 0)
+    return folder
+
+
+def _fill(store, n=120, seed=3):
+    rng = np.random.default_rng(seed)
+    ids = []
+    for i in range(n):
+        words = rng.choice(WORDS, size=int(rng.integers(1, 6)))
+        ids.append(
+            store.add_record(
+                tier="knowledge" if i % 3 else "working",
+                record_type="note",
+                content=" ".join(words),
+                engagement=f"e{i % 4}",
+                expires_at="2026-11-29T00:00:00Z" if i % 11 == 0 else None,
+            )
+        )
+    return ids
+
+
+def reference_lane(store, query_vector, filters, pool_size):
+    """The lane as it was computed row by row before the matrix (the oracle)."""
+    where, params = store.scope_clause(dict(filters or {}), alias="r")
+    rows = store.query(
+        "SELECT v.record_id, v.vector FROM vectors AS v JOIN records AS r ON r.id = v.record_id "
+        f"WHERE {where}",
+        params,
+    )
+    scored = []
+    for record_id, blob in rows:
+        similarity = cosine(query_vector, unpack_vector(blob))
+        if similarity > 0:
+            scored.append((record_id, similarity))
+    scored.sort(key=lambda item: (-item[1], item[0]))
+    return scored[:pool_size]
+
+
+@pytest.mark.parametrize("use_file", [False, True])
+@pytest.mark.parametrize("filters", [None, {"engagement": "e1"}, {"tier": "working"}])
+@pytest.mark.parametrize("pool_size", [1, 7, 100])
+def test_the_matrix_lane_equals_the_row_by_row_lane(
+    tmp_path, monkeypatch, use_file, filters, pool_size
+):
+    monkeypatch.setenv(vector_cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(vector_cache, "FILE_CACHE_MIN_VECTORS", 0 if use_file else 10**9)
+    embedder = HashEmbedder(32)  # few buckets: many exact ties
+    with MemoryStore(tmp_path / "m.db", clock=fixed_clock, embedder=embedder) as store:
+        ids = _fill(store)  # every eleventh note has expired: hidden from the lane
+        for query in ("alpha", "bravo charlie", "golf golf hotel", "kilo lima alpha echo"):
+            vector = embedder([query])[0]
+            lane = _vector_lane(store, vector, filters, pool_size)
+            expected = reference_lane(store, vector, filters, pool_size)
+            assert list(lane.raw.items()) == expected  # same ids, order and float values
+        vector_cache.wait_for_writes()  # a big store's file is written in the background
+        cached = vector_cache.load(store)
+        assert cached.source == ("file" if use_file else "memory")
+        assert len(cached) == len(ids)
+
+
+def test_results_are_the_same_with_and_without_the_file_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(vector_cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    path = tmp_path / "same.db"
+    with MemoryStore(path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        _fill(store, 80)
+    answers = []
+    for minimum in (10**9, 0):
+        monkeypatch.setattr(vector_cache, "FILE_CACHE_MIN_VECTORS", minimum)
+        with MemoryStore(path, clock=fixed_clock, read_only=True) as store:
+            response = hybrid_search(store, "delta echo foxtrot", limit=50)
+            answers.append([(r.record_id, r.score, r.trace) for r in response.candidates])
+            vector_cache.wait_for_writes()
+            again = hybrid_search(store, "delta echo foxtrot", limit=50)  # from the file now
+            assert [(r.record_id, r.score) for r in again.candidates] == [
+                (r.record_id, r.score) for r in response.candidates
+            ]
+    assert answers[0] == answers[1]
+    assert list((tmp_path / "cache" / "vectors").glob("vectors-*.f32.npy"))
+
+
+def test_forget_deletes_the_cache_and_a_rebuild_lacks_the_vector(cache_dir, db_path):
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        _fill(store, 30)
+        victim = store.add_record(
+            tier="working", record_type="note", content="zanzibar quokka marmalade alpha"
+        )
+        _fill(store, 30, seed=4)
+        hybrid_search(store, "alpha")  # builds the cache; its file is written in the background
+        vector_cache.wait_for_writes()
+        files = vector_cache.cache_files(store)
+        assert any(p.name.endswith(".f32.npy") for p in files)
+        victim_vector = np.asarray(store.vector_of(victim), dtype=np.float32)
+        matrix = next(p for p in files if p.name.endswith(".f32.npy"))
+        keep = cache_dir / "hardlink.npy"  # sees the blocks the cache file had
+        os.link(matrix, keep)
+        row = vector_cache.load(store).ids.tolist().index(victim)
+        assert np.array_equal(np.load(keep)[row], victim_vector) and victim_vector.any()
+
+        assert store.forget(victim, reason="test") is True
+        assert vector_cache.cache_files(store) == []
+        for _ in range(200):  # the renamed files are deleted in the background
+            if not list((cache_dir / "vectors").iterdir()):
+                break
+            time.sleep(0.01)
+        assert list((cache_dir / "vectors").iterdir()) == []
+        left = np.load(keep)
+        assert not left[row].any()  # the row was zeroed before the unlink
+        assert left[row + 1].any()  # and only that row
+        victim_bytes = pack_vector(victim_vector.tolist())
+        event = store.audit_events()[0]
+        assert event["details"]["erasure"]["vector_cache_gone"] is True
+
+        response = hybrid_search(store, "alpha bravo charlie delta", limit=100)
+        assert victim not in [r.record_id for r in response.candidates]
+        rebuilt = vector_cache.load(store)
+        assert victim not in rebuilt.ids.tolist()
+        assert not (rebuilt.matrix == victim_vector).all(axis=1).any()
+        for path in vector_cache.cache_files(store):
+            assert victim_bytes not in path.read_bytes()
+
+
+def test_forget_without_a_cache_file_keeps_the_erasure_record_unchanged(cache_dir, db_path):
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        ids = _fill(store, 10)
+        assert store.forget(ids[0], reason="test") is True
+        assert set(store.audit_events()[0]["details"]["erasure"]) == {
+            "row_gone",
+            "index_gone",
+            "vector_gone",
+        }
+
+
+def test_forget_scope_invalidates_the_cache(cache_dir, db_path):
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        _fill(store, 40)
+        hybrid_search(store, "alpha")
+        vector_cache.wait_for_writes()
+        assert vector_cache.cache_files(store)
+        steps = []
+        count = store.forget_scope(
+            engagement="e2", reason="contract ended", progress=lambda d, t: steps.append((d, t))
+        )
+        assert count == 10
+        assert vector_cache.cache_files(store) == []
+        assert steps[-1] == (20, 20) and all(t == 20 for _, t in steps)
+        assert [d for d, _ in steps] == sorted(d for d, _ in steps)
+        left = vector_cache.load(store).ids.tolist()
+        assert sorted(left) == [r[0] for r in store.query("SELECT id FROM records ORDER BY id")]
+        assert len(left) == 30
+
+
+def test_every_vector_write_makes_the_cache_stale(cache_dir, db_path):
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        _fill(store, 20)
+        first = vector_cache.load(store)
+        assert vector_cache.load(store) is first  # current: reused
+        generation = store.vectors_generation()
+        new = store.add_record(tier="knowledge", record_type="note", content="zulu yankee")
+        assert store.vectors_generation() == generation + 1
+        second = vector_cache.load(store)
+        assert second is not first and new in second.ids.tolist()
+        vector_cache.wait_for_writes()
+        assert len(vector_cache.cache_files(store)) == 4  # the stale files are gone
+        # an ingest bumps the generation once, however many rows it loads
+        before = store.vectors_generation()
+        store.ingest(
+            [{"tier": "knowledge", "record_type": "note", "content": f"x{i}"} for i in range(50)]
+        )
+        assert store.vectors_generation() == before + 1
+        assert len(vector_cache.load(store)) == 71
+        # another connection writing a vector is seen too (a trigger bumps the counter)
+        other = sqlite3.connect(db_path)
+        other.execute(
+            "UPDATE vectors SET vector = ? WHERE record_id = ?", (pack_vector([0.0] * 64), new)
+        )
+        other.commit()
+        other.close()
+        third = vector_cache.load(store)
+        row = third.ids.tolist().index(new)
+        assert not third.matrix[row].any()
+
+
+def test_reindex_makes_the_cache_stale_and_drops_the_old_files(cache_dir, db_path):
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        _fill(store, 20)
+        old = vector_cache.load(store)
+        vector_cache.wait_for_writes()
+        old_files = vector_cache.cache_files(store)
+        store.reindex_vectors(HashEmbedder(32))
+        assert not any(p.exists() for p in old_files)
+        new = vector_cache.load(store)
+        assert new.dim == 32 and old.dim == 64
+        assert hybrid_search(store, "alpha", embedder=HashEmbedder(32)).trace["fallback"] is None
+        store.reindex_vectors(None)
+        assert vector_cache.load(store) is None
+
+
+def test_a_stale_file_from_another_process_is_deleted_and_rebuilt(cache_dir, db_path):
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        _fill(store, 20)
+    with MemoryStore(db_path, clock=fixed_clock, read_only=True) as reader:
+        built = vector_cache.load(reader)  # a read-only open builds and keeps the cache too
+        vector_cache.wait_for_writes()
+        assert built.source == "file"
+        stale = vector_cache.cache_files(reader)
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as writer:
+        writer.add_record(tier="knowledge", record_type="note", content="new words")
+    with MemoryStore(db_path, clock=fixed_clock, read_only=True) as reader:
+        fresh = vector_cache.load(reader)
+        assert len(fresh) == 21
+        assert not any(p.exists() for p in stale if p.name.endswith(".npy"))
+
+
+def test_a_mismatched_stored_vector_still_falls_back_naming_it(cache_dir, db_path):
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        ids = _fill(store, 10)
+        store.connection.execute(
+            "UPDATE vectors SET vector = ? WHERE record_id = ?", (pack_vector([1.0] * 8), ids[3])
+        )
+        response = hybrid_search(store, "alpha bravo")
+        assert response.trace["fallback"] == (
+            f"stored vector of record #{ids[3]} has 8 dims; the query vector has 64"
+        )
+
+
+def test_an_in_memory_store_keeps_its_matrix_in_memory(cache_dir):
+    with MemoryStore(clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        _fill(store, 15)
+        cached = vector_cache.load(store)
+        assert cached.source == "memory" and cached.path is None
+        assert not cache_dir.exists()
+
+
+def test_exact_cosines_are_bit_for_bit_the_plain_loop():
+    from memtui.core.search import _exact_cosines
+
+    rng = np.random.default_rng(11)
+    # a wide dynamic range, so that any other summation order would show
+    matrix = (rng.standard_normal((40, 96)) * 10.0 ** rng.integers(-6, 6, (40, 96))).astype(
+        np.float32
+    )
+    matrix[7] = 0.0
+    query = rng.standard_normal(96) * 10.0 ** rng.integers(-6, 6, 96)
+    rows = np.array([3, 0, 39, 7, 12])
+    got = _exact_cosines(matrix, rows, query, float(np.cumsum(query * query)[-1]))
+    want = [cosine(query.tolist(), matrix[r].tolist()) for r in rows]
+    assert got.tolist() == want
+
+
+def test_a_forget_while_the_file_is_written_leaves_no_copy(cache_dir, db_path, monkeypatch):
+    """A cache file still being published is zeroed and discarded by a forget too."""
+    import threading
+
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        ids = _fill(store, 50)
+        started, release = threading.Event(), threading.Event()
+        sync = vector_cache._MatrixWriter.sync
+
+        def slow_sync(self):
+            started.set()
+            release.wait(5)
+            sync(self)
+
+        monkeypatch.setattr(vector_cache._MatrixWriter, "sync", slow_sync)
+        hybrid_search(store, "alpha")  # mapped from a temporary file; published in background
+        assert started.wait(5)
+        pending = vector_cache.cache_files(store)
+        assert [p.name for p in pending if ".tmp-" in p.name]
+        row = vector_cache.load(store).ids.tolist().index(ids[0])
+        keep = cache_dir / "pending-link.npy"
+        os.link(next(p for p in pending if ".tmp-" in p.name), keep)
+        threading.Timer(0.2, release.set).start()
+        assert store.forget(ids[0], reason="during the write") is True
+        assert not np.load(keep)[row].any()  # the pending file's row was zeroed too
+        vector_cache.wait_for_writes()
+        assert vector_cache.cache_files(store) == []
+        rebuilt = vector_cache.load(store)
+        assert ids[0] not in rebuilt.ids.tolist()
