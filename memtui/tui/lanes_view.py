@@ -183,6 +183,7 @@ class LanesPane(Pane):
         self.engagement: str | None = None
         self.data: dict[str, Any] = {}
         self.choices: tuple[list[str], list[str]] = ([], [])
+        self.choices_requested = False
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="lanes-bar"):
@@ -206,13 +207,17 @@ class LanesPane(Pane):
                 static.border_title = title
                 yield static
 
-    def on_mount(self) -> None:
-        self.reload()
+    def on_show(self) -> None:
+        # Read the profiles when the tab is first shown, not at start: at a
+        # million records that work would hold up Browse's first screen.
+        if not self.choices_requested:
+            self.reload()
 
     def focus_main(self) -> None:
         self.query_one("#lanes-profile", Select).focus()
 
     def reload(self) -> None:
+        self.choices_requested = True
         self._load_choices()
 
     @work(

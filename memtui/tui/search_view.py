@@ -145,6 +145,7 @@ class SearchPane(Pane):
         self._generation = 0
         self._focus_results_on_arrival = False
         self.choices: tuple[list[str], list[str]] = ([], [])
+        self.choices_requested = False
         self.results_stale = False
         """The database changed since these results were computed (F5 / ctrl+r re-runs)."""
 
@@ -206,7 +207,13 @@ class SearchPane(Pane):
         self.results.add_option(
             Option(Text("Type a query above and press enter.", style="dim"), disabled=True)
         )
-        self._load_filters()
+
+    def on_show(self) -> None:
+        # The filter choices are read when the tab is first shown, not at start:
+        # at a million records, filling them would hold up Browse's first screen.
+        if not self.choices_requested:
+            self.choices_requested = True
+            self._load_filters()
 
     def focus_main(self) -> None:
         if self.response is not None and self.response.results:
