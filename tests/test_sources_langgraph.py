@@ -364,7 +364,7 @@ def test_browsing_is_not_blocked_while_the_index_builds(plain):
             assert reached.wait(10)
             started = time.monotonic()
             page = source.page(limit=3)  # from another thread, mid-build
-            assert time.monotonic() - started < 2
+            assert time.monotonic() - started < 5  # a blocked page would wait the whole 10 s
             assert len(page.records) == 3
         finally:
             release.set()
