@@ -46,6 +46,13 @@ def main() -> None:
 @source_options(writes=True)
 @qdrant_options
 @operator_option
+@click.option(
+    "--embedder",
+    "embedder_name",
+    default=None,
+    metavar="NAME",
+    help="Query embedder for a foreign store's vectors (hash, hash-N or module:callable).",
+)
 def open_command(
     db: Path | None,
     read_only: bool,
@@ -54,12 +61,18 @@ def open_command(
     audit_db: Path | None,
     qdrant: dict[str, Any],
     operator: str | None,
+    embedder_name: str | None,
 ) -> None:
     """Open the app on DB (any store memtui recognizes), or on --qdrant-url URL."""
+    from memtui.core.embed import EmbedderError
     from memtui.tui.launch import run_app
 
     if db is None and not qdrant.get("qdrant_url"):
         raise click.UsageError("give a store PATH (or --qdrant-url URL for a Qdrant server)")
+    try:
+        embedder = resolve_embedder(embedder_name)
+    except EmbedderError as exc:
+        raise click.BadParameter(str(exc), param_hint="--embedder") from None
     run_app(
         db,
         read_only=read_only,
@@ -68,6 +81,7 @@ def open_command(
         allow_writes=allow_writes,
         audit_db=audit_db,
         now=now,
+        embedder=embedder,
         **qdrant,
     )
 

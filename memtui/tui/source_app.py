@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -37,9 +37,43 @@ from memtui.render import one_line, safe_text
 from memtui.sources.base import MemorySource, SourceError, SourceRecord
 from memtui.tui.base import ReportsWorkerErrors
 from memtui.tui.breakdown import render_breakdown
+from memtui.tui.help import key_label
 
 PAGE_SIZE = 200
 TABS = ("browse", "search", "lanes", "audit")
+POLL_INTERVAL = 1.0
+"""Seconds between two ``source.data_version()`` checks (cheap; refreshes on change)."""
+
+# Browse table: (column, natural width); id and content are sized to the terminal.
+OPTIONAL_COLUMNS = (("state", 8), ("tier", 12), ("created", 19), ("type", 12))
+COLUMN_ORDER = ("id", "tier", "type", "state", "created", "content")
+CELL_PADDING = 2  # DataTable's cell padding, both sides
+
+
+def tree_width(width: int) -> int:
+    """The Browse tree's width for a terminal ``width`` columns wide."""
+    return max(20, min(36, width // 4))
+
+
+def record_columns(width: int) -> list[tuple[str, int]]:
+    """The Browse table's columns and their widths for a terminal ``width`` columns wide.
+
+    The id and the content always show; state, tier, created and type follow while
+    the content keeps at least 40% of the table, so nothing runs off the right edge.
+    """
+    available = max(30, width - tree_width(width) - 4)  # borders and the scrollbar
+    id_width = max(12, min(40, available // 4))
+    content_min = max(16, available * 2 // 5)
+    left = available - (id_width + CELL_PADDING) - (content_min + CELL_PADDING)
+    chosen = {"id": id_width}
+    for name, natural in OPTIONAL_COLUMNS:
+        if left >= natural + CELL_PADDING:
+            chosen[name] = natural
+            left -= natural + CELL_PADDING
+    chosen["content"] = max(
+        content_min, available - sum(w + CELL_PADDING for w in chosen.values()) - CELL_PADDING
+    )
+    return [(name, chosen[name]) for name in COLUMN_ORDER if name in chosen]
 
 
 class ConfirmSourceForget(ModalScreen[str | None]):
@@ -103,6 +137,47 @@ class ConfirmSourceForget(ModalScreen[str | None]):
         self.focus_next()
 
 
+class SourceHelpScreen(ModalScreen[None]):
+    """Every key of the source app, from its bindings."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close help", key_display="esc")]
+
+    def __init__(self, bindings: list[Binding]) -> None:
+        super().__init__()
+        self.bindings = bindings
+
+    def compose(self) -> ComposeResult:
+        from rich.table import Table
+
+        table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0))
+        table.add_column("key", style="bold", no_wrap=True, min_width=8)
+        table.add_column("what", ratio=1)
+        table.add_row(
+            Text("Anywhere (a text box types these keys instead)", style="bold underline"), ""
+        )
+        for binding in self.bindings:
+            table.add_row(Text(key_label(binding), style="bold cyan"), Text(binding.description))
+        table.add_row("", "")
+        table.add_row(Text("Moving around", style="bold underline"), "")
+        for key, what in (
+            ("tab", "Next / previous widget (shift+tab)"),
+            ("↑ ↓", "Move in a tree or table; the detail follows"),
+            ("enter", "Tree: show that tier or scope; query box: search"),
+            ("ctrl+p", "Command palette"),
+        ):
+            table.add_row(Text(key, style="bold cyan"), Text(what))
+        with VerticalScroll(id="help-body", classes="dialog") as body:
+            body.border_title = "memtui keys"
+            body.border_subtitle = "esc closes"
+            yield Static(table)
+
+    def on_mount(self) -> None:
+        self.query_one("#help-body").focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
 class SourceApp(ReportsWorkerErrors, App[None]):
     """Browse, search, audit and forget on any ``MemorySource``."""
 
@@ -110,16 +185,17 @@ class SourceApp(ReportsWorkerErrors, App[None]):
     TITLE = "memtui"
 
     BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("1", "switch_tab('browse')", "Browse", show=False),
-        Binding("2", "switch_tab('search')", "Search", show=False),
-        Binding("3", "switch_tab('lanes')", "Lanes", show=False),
-        Binding("4", "switch_tab('audit')", "Audit", show=False),
-        Binding("slash", "search", "Search"),
+        Binding("1", "switch_tab('browse')", "Browse tab", show=False),
+        Binding("2", "switch_tab('search')", "Search tab", show=False),
+        Binding("3", "switch_tab('lanes')", "Lanes tab", show=False),
+        Binding("4", "switch_tab('audit')", "Audit tab", show=False),
+        Binding("slash", "search", "Search", key_display="/"),
         Binding("f", "forget", "Forget"),
         Binding("h", "toggle_hidden", "Hidden"),
         Binding("n", "next_page", "More"),
         Binding("v", "verify_audit", "Verify audit"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
     ]
 
     def __init__(
@@ -129,8 +205,13 @@ class SourceApp(ReportsWorkerErrors, App[None]):
         operator: str | None = None,
         db_label: str | None = None,
         embedder: Any = None,
+        poll_interval: float | None = POLL_INTERVAL,
     ) -> None:
         super().__init__()
+        self.poll_interval = poll_interval
+        self.version: Any = None
+        self.changed = False
+        self.columns: list[tuple[str, int]] = []
         self.source = source
         self.operator = operator
         self.db_label = db_label or source.label
@@ -148,13 +229,18 @@ class SourceApp(ReportsWorkerErrors, App[None]):
 
     # ------------------------------------------------------------ layout
 
-    def compose(self) -> ComposeResult:
+    def _title(self) -> Text:
         mode = "read-only" if self.source.read_only else "writable"
         head = Text()
         head.append("memtui ", style="bold")
         head.append_text(one_line(self.db_label, 60))
         head.append(f"  {self.source.kind_label} · {mode}", style="dim")
-        yield Static(head, id="source-title")
+        if self.changed:
+            head.append("  live: changed", style="bold green")
+        return head
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._title(), id="source-title")
         yield Static("", id="source-banner")
         with TabbedContent(initial="browse", id="tabs"):
             with TabPane("Browse", id="browse"):
@@ -186,13 +272,89 @@ class SourceApp(ReportsWorkerErrors, App[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#source-records", DataTable)
-        table.add_columns("id", "tier", "type", "state", "created", "content")
+        self._layout(self.size.width)
         results = self.query_one("#source-results", DataTable)
         results.add_columns("#", "id", "score", "keyword", "vector", "content")
         audit = self.query_one("#source-audit", DataTable)
         audit.add_columns("#", "time", "action", "status", "record", "reason")
         table.focus()
         self.reload()
+        if self.poll_interval:
+            self.set_interval(self.poll_interval, self.poll_changes)
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.is_mounted and self.screen.query("#source-records"):
+            self._layout(event.size.width)
+
+    def _layout(self, width: int) -> None:
+        """Size the tree and the records table to the terminal (the content stays on screen)."""
+        self.query_one("#source-tree", Tree).styles.width = tree_width(width)
+        columns = record_columns(width)
+        if columns == self.columns:
+            return
+        self.columns = columns
+        table = self.query_one("#source-records", DataTable)
+        keep = self._highlighted(table)
+        table.clear(columns=True)
+        for name, size in columns:
+            table.add_column(name, width=size, key=name)
+        for record in self.rows.values():
+            self._add_record(table, record)
+        self._restore(table, keep)
+
+    @staticmethod
+    def _highlighted(table: DataTable) -> str | None:
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return None if key is None else str(key)
+
+    @staticmethod
+    def _restore(table: DataTable, record_id: str | None) -> None:
+        if record_id is None:
+            return
+        try:
+            row = table.get_row_index(record_id)
+        except Exception:  # the record is gone
+            return
+        table.move_cursor(row=row, animate=False)
+
+    def _add_record(self, table: DataTable, record: SourceRecord) -> None:
+        style = "" if record.live else "dim"
+        cells = {
+            "id": lambda w: one_line(record.id, w),
+            "tier": lambda w: one_line(record.tier, w),
+            "type": lambda w: one_line(record.record_type, w),
+            "state": lambda w: Text(record.state[:w], style=style),
+            "created": lambda w: one_line((record.created_at or "")[:w], w),
+            "content": lambda w: safe_text(record.content, limit=w, style=style),
+        }
+        table.add_row(*(cells[name](size) for name, size in self.columns), key=record.id)
+
+    # ------------------------------------------------------------ live changes
+
+    def poll_changes(self) -> None:
+        """Check ``source.data_version()``; on a change refresh counts, table and audit."""
+        self._poll()
+
+    @work(thread=True, exclusive=True, group="poll", name="poll")
+    def _poll(self) -> None:
+        version = self.source.data_version()
+        self.call_from_thread(self._polled, version)
+
+    def _polled(self, version: Any) -> None:
+        if self.version is None:
+            self.version = version
+            return
+        if version == self.version:
+            return
+        self.version = version
+        self.changed = True
+        self.query_one("#source-title", Static).update(self._title())
+        self._load_summary()
+        self._load_tree()
+        self._refresh_page()
+        self._load_audit()
 
     # ------------------------------------------------------------ loading
 
@@ -256,31 +418,36 @@ class SourceApp(ReportsWorkerErrors, App[None]):
             self.cursor = None
             self.rows = {}
             self.query_one("#source-records", DataTable).clear()
-        self._fetch_page(dict(self.filters), self.cursor)
+        self._fetch_page(dict(self.filters), self.cursor, PAGE_SIZE, None)
+
+    def _refresh_page(self) -> None:
+        """Re-read the rows shown so far, keeping the highlighted record."""
+        table = self.query_one("#source-records", DataTable)
+        keep = self._highlighted(table)
+        limit = max(PAGE_SIZE, len(self.rows))
+        self._fetch_page(dict(self.filters), None, limit, keep or "")
 
     @work(thread=True, exclusive=True, group="page", name="records")
-    def _fetch_page(self, filters: dict[str, Any], cursor: str | None) -> None:
+    def _fetch_page(
+        self, filters: dict[str, Any], cursor: str | None, limit: int, keep: str | None
+    ) -> None:
         page = self.source.page(
-            filters, after=cursor, limit=PAGE_SIZE, include_hidden=self.include_hidden
+            filters, after=cursor, limit=limit, include_hidden=self.include_hidden
         )
-        self.call_from_thread(self._show_page, page)
+        self.call_from_thread(self._show_page, page, keep)
 
-    def _show_page(self, page: Any) -> None:
+    def _show_page(self, page: Any, keep: str | None = None) -> None:
         table = self.query_one("#source-records", DataTable)
+        if keep is not None:  # a refresh: replace the rows, keep the highlight
+            self.rows = {}
+            table.clear()
         for record in page.records:
             if record.id in self.rows:
                 continue
             self.rows[record.id] = record
-            style = "" if record.live else "dim"
-            table.add_row(
-                one_line(record.id, 40),
-                one_line(record.tier, 16),
-                one_line(record.record_type, 16),
-                Text(record.state, style=style),
-                one_line((record.created_at or "")[:19], 19),
-                safe_text(record.content, limit=80, style=style),
-                key=record.id,
-            )
+            self._add_record(table, record)
+        if keep:
+            self._restore(table, keep)
         self.cursor = page.next_cursor
         more = " · n loads more" if page.next_cursor else ""
         self.query_one("#source-page", Static).update(
@@ -353,8 +520,7 @@ class SourceApp(ReportsWorkerErrors, App[None]):
     # ------------------------------------------------------------ search
 
     def action_search(self) -> None:
-        self.query_one("#tabs", TabbedContent).active = "search"
-        self.query_one("#source-query", Input).focus()
+        self.action_switch_tab("search")
 
     @on(Input.Submitted, "#source-query")
     def _query(self, event: Input.Submitted) -> None:
@@ -472,15 +638,37 @@ class SourceApp(ReportsWorkerErrors, App[None]):
             )
 
     def action_verify_audit(self) -> None:
-        self.query_one("#tabs", TabbedContent).active = "audit"
+        self.action_switch_tab("audit")
         self._load_audit(verify=True)
 
     # ------------------------------------------------------------ actions
 
+    MAIN_WIDGETS = {
+        "browse": "#source-records",
+        "search": "#source-query",
+        "lanes": None,
+        "audit": "#source-audit",
+    }
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("search", "switch_tab") and isinstance(self.focused, Input):
+            return False  # digits and "/" type into a text box; do not advertise them there
+        return True
+
     def action_switch_tab(self, tab: str) -> None:
         tabs = self.query_one("#tabs", TabbedContent)
-        self.set_focus(None)  # focus inside the shown pane would hold it in view
-        tabs.active = tab
+        selector = self.MAIN_WIDGETS.get(tab)
+        if tabs.active != tab:
+            # Focus leaves the old tab first, so hiding it cannot pull focus back.
+            self.set_focus(None)
+            tabs.active = tab
+        if selector is not None:
+            widget = self.query_one(selector)
+            self.call_after_refresh(widget.focus)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, SourceHelpScreen):
+            self.push_screen(SourceHelpScreen([b for b in self.BINDINGS if isinstance(b, Binding)]))
 
     def action_toggle_hidden(self) -> None:
         self.include_hidden = not self.include_hidden
@@ -535,6 +723,8 @@ class SourceApp(ReportsWorkerErrors, App[None]):
     @work(thread=True, exclusive=True, group="change", name="forget")
     def _forget(self, record_id: str, reason: str) -> None:
         outcome = self.source.forget(record_id, reason=reason, operator=self.operator)
+        version = self.source.data_version()  # our own change is not "live: changed"
+        self.call_from_thread(setattr, self, "version", version)
         self.call_from_thread(self._forgotten, outcome)
 
     def _forgotten(self, outcome: Any) -> None:
@@ -562,5 +752,12 @@ def make_source_app(
     operator: str | None = None,
     db_label: str | None = None,
     embedder: Any = None,
+    poll_interval: float | None = POLL_INTERVAL,
 ) -> SourceApp:
-    return SourceApp(source, operator=operator, db_label=db_label, embedder=embedder)
+    return SourceApp(
+        source,
+        operator=operator,
+        db_label=db_label,
+        embedder=embedder,
+        poll_interval=poll_interval,
+    )
