@@ -743,7 +743,8 @@ class MemoryStore:
             "at": self.now_text(),
             "operator": resolve_operator(operator or self.default_operator),
             "action": action,
-            "record_ids": _canonical([int(i) for i in record_ids]),
+            # Native ids are integers; a foreign store's audit log names string ids.
+            "record_ids": _canonical([i if isinstance(i, str) else int(i) for i in record_ids]),
             "tier": tier,
             "record_type": record_type,
             "signature": signature,

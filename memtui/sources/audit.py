@@ -13,14 +13,12 @@ intent without an outcome is an interrupted forget, and ``events`` says so.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memtui.core.operator import resolve_operator
-from memtui.core.store import GENESIS_HASH, MemoryStore, audit_hash
+from memtui.core.store import MemoryStore
 from memtui.sources.base import SourceError
 
 AUDIT_SUFFIX = ".memtui-audit.db"
@@ -30,11 +28,6 @@ OUTCOME_ACTIONS = frozenset({"forget", "forget-failed"})
 
 def default_audit_path(store_path: Path) -> Path:
     return Path(str(store_path) + AUDIT_SUFFIX)
-
-
-def _canonical(value: Any) -> str:
-    # The same text MemoryStore's audit hash covers: sorted keys, no spaces.
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class AuditStore(MemoryStore):
@@ -53,35 +46,19 @@ class AuditStore(MemoryStore):
     ) -> int:
         """Append one chained event in its own transaction; returns its id.
 
-        The chain is the native one (``audit_hash`` over the stored columns), so
-        ``verify_audit`` and ``memtui audit verify`` check it unchanged.
+        The store's own append writes it, so ``verify_audit`` and ``memtui audit
+        verify`` check the chain unchanged.
         """
         with self._write():
-            last = self._conn.execute(
-                "SELECT hash FROM audit_events ORDER BY id DESC LIMIT 1"
-            ).fetchone()
-            prev_hash = last[0] if last else GENESIS_HASH
-            row = {
-                "at": self.now_text(),
-                "operator": resolve_operator(operator or self.default_operator),
-                "action": action,
-                "record_ids": _canonical([str(i) for i in record_ids]),
-                "tier": tier,
-                "record_type": record_type,
-                "signature": None,
-                "reason": reason,
-                "details": _canonical(details or {}),
-            }
-            digest = audit_hash(prev_hash, row)
-            cursor = self._conn.execute(
-                "INSERT INTO audit_events (at, operator, action, record_ids, tier, record_type, "
-                "signature, reason, details, prev_hash, hash) VALUES "
-                "(:at, :operator, :action, :record_ids, :tier, :record_type, :signature, "
-                ":reason, :details, :prev_hash, :hash)",
-                {**row, "prev_hash": prev_hash, "hash": digest},
+            return self._append_audit(
+                action=action,
+                record_ids=[str(i) for i in record_ids],
+                operator=operator,
+                tier=tier,
+                record_type=record_type,
+                reason=reason,
+                details=details,
             )
-            self.last_event_id = cursor.lastrowid
-            return cursor.lastrowid
 
 
 class ForeignAudit:
