@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import settings
 
 from memtui.core.corpus import load_corpus
@@ -54,3 +55,32 @@ def sample_db(tmp_path: Path) -> Path:
 def sample_store(sample_db: Path):
     with MemoryStore(sample_db, clock=fixed_clock, operator="tester") as opened:
         yield opened
+
+
+def one_error_line(result) -> str:
+    """The single line a failed command printed; no traceback, non-zero exit."""
+    assert result.exit_code != 0, result.output
+    assert "Traceback" not in result.output
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    """A CLI runner with a pinned clock and operator, wide enough for tables."""
+    monkeypatch.setenv("MEMTUI_NOW", "2026-11-30T12:00:00Z")
+    monkeypatch.setenv("MEMTUI_OPERATOR", "cli-tester")
+    monkeypatch.setenv("COLUMNS", "200")
+    return CliRunner()
+
+
+@pytest.fixture
+def cli_db(runner, tmp_path):
+    """The sample corpus ingested through the CLI."""
+    from memtui.cli import main
+
+    db = tmp_path / "cli.db"
+    result = runner.invoke(main, ["ingest", str(SAMPLE_CORPUS), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return db

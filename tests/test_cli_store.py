@@ -1,33 +1,9 @@
 import json
 
 import pytest
-from click.testing import CliRunner
-from conftest import SAMPLE_CORPUS
+from conftest import SAMPLE_CORPUS, one_error_line
 
 from memtui.cli import main
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    monkeypatch.setenv("MEMTUI_NOW", "2026-11-30T12:00:00Z")
-    monkeypatch.setenv("MEMTUI_OPERATOR", "cli-tester")
-    return CliRunner()
-
-
-@pytest.fixture
-def cli_db(runner, tmp_path):
-    db = tmp_path / "cli.db"
-    result = runner.invoke(main, ["ingest", str(SAMPLE_CORPUS), "--db", str(db)])
-    assert result.exit_code == 0, result.output
-    return db
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code != 0
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 def test_ingest_reports_counts(runner, tmp_path):

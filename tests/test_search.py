@@ -6,8 +6,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from click.testing import CliRunner
-from conftest import SAMPLE_CORPUS
+from conftest import one_error_line
 
 from memtui.cli import main
 from memtui.core.corpus import prepare_corpus
@@ -708,30 +707,6 @@ def test_ingested_corpus_rows_are_searchable(tmp_path):
 
 
 # ---------------------------------------------------------------- command line
-
-
-@pytest.fixture
-def runner(monkeypatch):
-    monkeypatch.setenv("MEMTUI_NOW", "2026-11-30T12:00:00Z")
-    monkeypatch.setenv("MEMTUI_OPERATOR", "cli-tester")
-    monkeypatch.setenv("COLUMNS", "200")
-    return CliRunner()
-
-
-@pytest.fixture
-def cli_db(runner, tmp_path):
-    db = tmp_path / "cli.db"
-    result = runner.invoke(main, ["ingest", str(SAMPLE_CORPUS), "--db", str(db)])
-    assert result.exit_code == 0, result.output
-    return db
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code != 0
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 def test_cli_search_explain_shows_the_arithmetic(runner, cli_db):

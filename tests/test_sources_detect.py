@@ -9,7 +9,7 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import SAMPLE_CORPUS
+from conftest import SAMPLE_CORPUS, one_error_line
 from fixtures.sources_support import (
     LANGGRAPH,
     LANGGRAPH_VECTORS,
@@ -52,14 +52,6 @@ def stores(tmp_path, native_db):
         "tenant-evidence": copy_fixture(TENANT, folder, "memory.db"),
         "letta": copy_fixture(LETTA, folder, "store.txt"),
     }
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code != 0
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 def test_each_store_is_recognized_by_its_schema_whatever_its_name(stores):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import fixed_clock
+from conftest import fixed_clock, one_error_line
 from fixtures.qdrant_support import MEM0_IDS, copy_mem0_store, tree_bytes
 
 from memtui.cli import main
@@ -52,14 +52,6 @@ def history_rows(path: Path) -> list[tuple]:
         ).fetchall()
     finally:
         conn.close()
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code != 0, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 def test_a_mem0_store_is_recognized_with_its_history(mem0):

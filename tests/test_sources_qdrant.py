@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import fixed_clock
+from conftest import fixed_clock, one_error_line
 from fixtures.qdrant_support import (
     DIMS,
     HOST,
@@ -61,14 +61,6 @@ def folder(tmp_path) -> Path:
 
 def opened(path, **kwargs):
     return open_source(path, clock=fixed_clock, **kwargs)
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code != 0, result.output
-    assert "Traceback" not in result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1, result.output
-    return lines[0]
 
 
 # ---------------------------------------------------------------- detection
