@@ -137,6 +137,7 @@ def test_forget_deletes_the_cache_and_a_rebuild_lacks_the_vector(cache_dir, db_p
         rebuilt = vector_cache.load(store)
         assert victim not in rebuilt.ids.tolist()
         assert not (rebuilt.matrix == victim_vector).all(axis=1).any()
+        vector_cache.wait_for_writes()  # the rebuilt files land in the background
         for path in vector_cache.cache_files(store):
             assert victim_bytes not in path.read_bytes()
 
