@@ -13,6 +13,9 @@ same run, on the same file and the same connection settings, and the ratio:
   MATCH ? ORDER BY bm25(records_fts) LIMIT 100``;
 - vector lane: ``_vector_lane`` against a raw numpy top-100 (``M @ q``,
   ``argpartition``) on the same matrix;
+- app start: a fresh ``python`` running memtui's app headless to its first
+  useful screen against one running a minimal Textual app (a ``DataTable`` and
+  a ``Footer``) to its first frame (``benchmarks.app_start``);
 - everything else against the plainest SQL that reads the same rows.
 
 Medians and 95th percentiles are over ``--repeats`` runs of ``--queries``
@@ -43,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import app_start
 from benchmarks import generate as gen
 from memtui.core import vector_cache
 from memtui.core.search import (
@@ -71,6 +75,7 @@ RAW_FTS = (
 ROWS: tuple[tuple[str, str], ...] = (
     ("ingest", "ingest (records/s)"),
     ("open", "open + tier counts + first page"),
+    ("app_start", "app start to first useful screen"),
     ("tier_counts", "tier counts (live)"),
     ("scope_counts", "scope counts, one tier (live)"),
     ("page", "keyset page of 50"),
@@ -350,12 +355,14 @@ def measure(path: Path, info: dict, repeats: int, queries: int, forget: bool) ->
     finally:
         store.close()
         raw.close()
+    rows.append(_app_start_row(path, repeats))
     if forget:
         rows += _forget_rows(path, records, repeats)
     rows += _memory_rows(path, info)
     for row in rows:
         _judge(row, records)
-    return rows
+    order = [key for key, _ in ROWS]
+    return sorted(rows, key=lambda row: order.index(row.key))
 
 
 def _browse_rows(
@@ -626,6 +633,37 @@ def _explain_and_lane_rows(
     return out
 
 
+def _app_start_row(path: Path, repeats: int) -> Row:
+    """Fresh interpreters to the first useful screen: memtui's app and a minimal one."""
+    result = app_start.measure(str(path), repeats, now=gen.NOW.isoformat())
+    breakdown = result.get("breakdown", {})
+    notes = [
+        f"{len(result['memtui'])} + {len(result['minimal'])} fresh processes (after one "
+        f"warm-up each), alternating, headless {app_start.SIZE[0]}x{app_start.SIZE[1]}, "
+        "from the parent's clock before the start to the frame that shows the screen"
+    ]
+    if result["screen"]:
+        screen = result["screen"]
+        notes.append(f"memtui's first screen: {screen['tiers']} tiers, {screen['rows']} rows")
+    if "minimal" in breakdown:
+        parts = ", ".join(f"{k} {v:.0f}" for k, v in breakdown["minimal"].items())
+        notes.append(f"minimal app (medians, ms): {parts}")
+    notes += [f"FAILED: {error}" for error in result["errors"]]
+    return Row(
+        "app_start",
+        result["memtui"],
+        result["minimal"],
+        "minimal Textual app (DataTable+Footer)",
+        note="; ".join(notes),
+        extra={
+            "errors": result["errors"],
+            "screen": result["screen"],
+            **({"breakdown_ms": breakdown["memtui"]} if "memtui" in breakdown else {}),
+            **({"baseline_breakdown_ms": breakdown["minimal"]} if "minimal" in breakdown else {}),
+        },
+    )
+
+
 def _forget_rows(path: Path, records: int, repeats: int) -> list[Row]:
     ours_path = path.with_name(path.stem + "-forget-memtui.db")
     base_path = path.with_name(path.stem + "-forget-raw.db")
@@ -851,6 +889,9 @@ def _judge(row: Row, records: int) -> None:
     elif key == "vec_load":
         row.target = "< 1 s"
         row.met = median is not None and median < 1000
+    elif key == "app_start":
+        row.target = "< 700 ms, <= 2.5x"
+        row.met = median is not None and median < 700 and ratio is not None and ratio <= 2.5
     elif key == "rss_browse":
         row.met = median is not None and median < 300
 

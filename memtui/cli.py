@@ -15,7 +15,7 @@ from memtui.commands.common import (
     confirm_or_abort,
     db_argument,
     fixed_clock,
-    open_store,
+    open_cli_source,
     operator_option,
     qdrant_options,
     source_argument,
@@ -118,18 +118,24 @@ def ingest(corpus: Path, db: Path, embedder: str, operator: str | None) -> None:
 
 @main.command()
 @db_argument
-@click.argument("record_id", type=int)
+@click.argument("record_id")
 @click.argument("field")
 @click.option("--reason", required=True, help="Why: written to the audit log.")
 @operator_option
-def reveal(db: Path, record_id: int, field: str, reason: str, operator: str | None) -> None:
+def reveal(db: Path, record_id: str, field: str, reason: str, operator: str | None) -> None:
     """Show one masked metadata FIELD of a record (e.g. session_cookie); audited."""
-    with open_store(db, operator=operator) as store:
-        value = store.reveal(record_id, field, reason=reason)
-        event = store.last_event_id
+    with open_cli_source(db, operator=operator) as source:
+        source.require("reveal")
+        value = source.reveal(record_id, field, reason=reason, operator=operator)
+        event = source.audit_head()
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     click.echo(escape_controls(shown))
-    click.echo(f"(revealed {field} of record #{record_id}; audit event #{event})", err=True)
+    number = event["id"] if event else "?"
+    click.echo(
+        f"(revealed {escape_controls(field)} of record #{escape_controls(record_id)}; "
+        f"audit event #{number})",
+        err=True,
+    )
 
 
 @main.command("forget-scope")
@@ -142,20 +148,22 @@ def forget_scope(
     db: Path, engagement: str, reason: str, assume_yes: bool, operator: str | None
 ) -> None:
     """Erase every record of one engagement (tactics are not engagement-scoped and stay)."""
-    with open_store(db, operator=operator) as store:
-        radius = store.blast_radius(engagement=engagement)
+    with open_cli_source(db, operator=operator) as source:
+        source.require("forget_scope", "forget-scope")
+        radius = source.blast_radius(engagement=engagement)
         total = sum(n for types in radius.values() for n in types.values())
+        name = escape_controls(engagement)
         if not total:
-            raise click.ClickException(f"engagement {engagement!r} has no records to forget")
+            raise click.ClickException(f"engagement {name!r} has no records to forget")
         parts = [
             f"{tier}/{rtype} {n}" for tier, types in radius.items() for rtype, n in types.items()
         ]
-        name = escape_controls(engagement)
         click.echo(f"engagement {name!r}: {total} records ({', '.join(parts)})")
         confirm_or_abort(f"Forget all {total} records? This cannot be undone", assume_yes)
-        count = store.forget_scope(engagement=engagement, reason=reason)
-        event = store.last_event_id
-    click.echo(f"forgot {count} records of engagement {name!r} (audit event #{event})")
+        count = source.forget_scope(engagement=engagement, reason=reason, operator=operator)
+        event = source.audit_head()
+    number = event["id"] if event else "?"
+    click.echo(f"forgot {count} records of engagement {name!r} (audit event #{number})")
 
 
 def sample_corpus_path() -> Path:

@@ -81,7 +81,7 @@ async def test_forget_dialog_focus_order_and_cancel_changes_nothing(store: Memor
         await pilot.press("enter")  # Cancel is the default
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmRecordAction)
-    assert store.get(record.id) is not None
+    assert store.get(int(record.id)) is not None
     assert audit_ids(store) == before
 
 
@@ -100,7 +100,7 @@ async def test_escape_cancels_from_anywhere_in_the_dialog(store: MemoryStore, wh
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmRecordAction)
-    assert store.get(record.id) is not None
+    assert store.get(int(record.id)) is not None
     assert audit_ids(store) == before
 
 
@@ -118,7 +118,7 @@ async def test_empty_reason_is_refused(store: MemoryStore):
         assert isinstance(app.screen, ConfirmRecordAction)
         assert any("reason is required" in n.message for n in app._notifications)
         assert app.focused is app.screen.query_one("#reason", Input)
-    assert store.get(record.id) is not None
+    assert store.get(int(record.id)) is not None
     assert audit_ids(store) == before
 
 
@@ -138,12 +138,12 @@ async def test_confirm_forget_removes_record_audits_once_and_refreshes(store: Me
         assert app.focused is app.screen.query_one("#confirm", Button)
         await pilot.press("enter")
         await settle(pilot)
-        assert store.get(record.id) is None
+        assert store.get(int(record.id)) is None
         events = store.audit_events()
         assert [e["id"] for e in events[1:]] == before
         event = events[0]
         assert event["action"] == "forget"
-        assert event["record_ids"] == [record.id]
+        assert event["record_ids"] == [int(record.id)]
         assert event["reason"] == "client asked for erasure"
         assert event["operator"] == "tester"
         assert any(f"audit event #{event['id']}" in n.message for n in app._notifications)
@@ -172,7 +172,7 @@ async def test_confirm_by_clicking_the_action_button(store: MemoryStore):
         await type_text(pilot, "duplicate")
         await pilot.click("#confirm")
         await settle(pilot)
-        assert store.get(record.id) is None
+        assert store.get(int(record.id)) is None
     assert len(audit_ids(store)) == len(before) + 1
 
 
@@ -192,11 +192,11 @@ async def test_forget_from_search_results_reruns_the_search(store: MemoryStore):
         await type_text(pilot, "stale finding")
         await pilot.press("tab", "tab", "enter")
         await settle(pilot)
-        assert store.get(target) is None
+        assert store.get(int(target)) is None
         pane = app.query_one(SearchPane)
         assert pane.response is not None
-        assert target not in [r.record_id for r in pane.response.results]
-        assert store.audit_events()[0]["record_ids"] == [target]
+        assert target not in [r.id for r in pane.response.results]
+        assert store.audit_events()[0]["record_ids"] == [int(target)]
 
 
 # ---------------------------------------------------------------- refute
@@ -210,7 +210,7 @@ async def test_refute_a_tactic(store: MemoryStore):
         await select_scope(pilot, "tier", "longterm", "longterm")
         table = app.query_one(RecordTable)
         tactic = table.current
-        assert tactic is not None and tactic.record_type == "tactic" and not tactic.refuted
+        assert tactic is not None and tactic.record_type == "tactic" and tactic.state != "refuted"
         live_before = store.tier_counts()["longterm"]
         await pilot.press("r")
         await settle(pilot)
@@ -219,7 +219,7 @@ async def test_refute_a_tactic(store: MemoryStore):
         await type_text(pilot, "payload patched")
         await pilot.press("tab", "tab", "enter")
         await settle(pilot)
-        refuted = store.get(tactic.id)
+        refuted = store.get(int(tactic.id))
         assert refuted is not None and refuted.refuted
         assert refuted.metadata["evidence_grade"] == "hypothesis"
         events = store.audit_events()
@@ -242,7 +242,7 @@ async def test_refute_cancel_changes_nothing(store: MemoryStore):
         await type_text(pilot, "maybe")
         await pilot.press("escape")
         await settle(pilot)
-    assert not store.get(tactic.id).refuted
+    assert not store.get(int(tactic.id)).refuted
     assert audit_ids(store) == before
 
 
@@ -427,7 +427,7 @@ async def test_read_only_shows_badge_and_refuses_actions(sample_path: Path):
             assert not isinstance(app.screen, ForgetEngagementDialog)
             assert len(app._notifications) == count + 1
             assert "--read-only" in list(app._notifications)[-1].message
-        assert store.get(record.id) is not None
+        assert store.get(int(record.id)) is not None
         assert audit_ids(store) == before
 
 
@@ -463,7 +463,7 @@ async def test_a_database_that_stays_busy_gives_up_clearly_and_keeps_the_reason(
         await settle(pilot)
         assert app.screen.query_one("#reason", Input).value == "erase it"
         await pilot.press("escape")
-    assert store.get(record.id) is not None
+    assert store.get(int(record.id)) is not None
 
 
 async def test_other_store_errors_during_an_action_are_shown(store: MemoryStore, monkeypatch):

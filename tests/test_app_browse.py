@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from memtui.tui import browse
 from memtui.tui.app import make_app
 from memtui.tui.audit_view import AuditTable
 from memtui.tui.browse import RecordDetail, RecordTable, ScopeTree
+from memtui.tui.format import fit
 from memtui.tui.search_view import ResultList
 from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
 
@@ -39,8 +41,8 @@ async def test_startup_selects_first_non_empty_tier_with_focus_in_table(store: M
         assert table.scope.tier == "working"
         assert table.cursor_row == 0
         expected = store.fetch(tier="working")
-        assert [r.id for r in table.records] == [r.id for r in expected]
-        assert table.current is not None and table.current.id == expected[0].id
+        assert [r.id for r in table.records] == [str(r.id) for r in expected]
+        assert table.current is not None and table.current.id == str(expected[0].id)
         tree = app.query_one(ScopeTree)
         assert tree.cursor_node is not None and tree.cursor_node.data.tier == "working"
         detail = screen_text(app)
@@ -122,8 +124,10 @@ async def test_tree_selection_changes_table(store: MemoryStore):
         tree.move_cursor(node)
         await settle(pilot)
         expected = store.fetch(tier="episodic", engagement="globex-retest")
-        assert [r.id for r in table.records] == [r.id for r in expected]
-        assert {r.engagement for r in table.records} == {"globex-retest"}
+        assert [r.id for r in table.records] == [str(r.id) for r in expected]
+        assert {r.scope["engagement"] for r in table.records} == {"globex-retest"}
+        assert table.scope is not None and table.scope.kind == "engagement"
+        assert table.scope.filters == {"tier": "episodic", "engagement": "globex-retest"}
         # Keyboard only: down to the next node follows too, enter moves to the table.
         await pilot.press("down")
         await settle(pilot)
@@ -146,7 +150,7 @@ async def test_detail_shows_every_field_and_state(store: MemoryStore):
         tree.move_cursor(tree.find("tier", "longterm", "longterm"))
         await settle(pilot)
         table = app.query_one(RecordTable)
-        tactic = next(r for r in table.records if r.evidence_grade == "hypothesis")
+        tactic = next(r for r in table.records if r.metadata.get("evidence_grade") == "hypothesis")
         table.move_cursor(row=table.records.index(tactic))
         await settle(pilot)
         text = app.query_one("#detail-body").render().plain  # type: ignore[attr-defined]
@@ -154,12 +158,16 @@ async def test_detail_shows_every_field_and_state(store: MemoryStore):
         assert "HYPOTHESIS" in text
         for label in ("profile", "engagement", "run", "tool", "signature", "created", "metadata"):
             assert label in text
-        assert tactic.signature in text
+        assert tactic.metadata["signature"] in text
+        # The scope names the native keys as before; the signature shows with them.
+        scope = text.split("\nscope\n", 1)[1].split("\n\n", 1)[0]
+        assert "tool " in scope and "signature " in scope
+        assert tactic.scope["profile_hash"] in scope
 
 
 async def test_t_toggles_refuted_and_expired_records(store: MemoryStore):
     hidden = [
-        r
+        str(r.id)
         for r in store.fetch(include_refuted=True, include_expired=True, tier="longterm")
         if r.refuted or r.is_expired(fixed_clock())
     ]
@@ -172,46 +180,51 @@ async def test_t_toggles_refuted_and_expired_records(store: MemoryStore):
         tree.move_cursor(tree.find("tier", "longterm", "longterm"))
         await settle(pilot)
         table.focus()
-        assert not {r.id for r in hidden} & {r.id for r in table.records}
+        assert not set(hidden) & {r.id for r in table.records}
         await pilot.press("t")
         await settle(pilot)
-        assert {r.id for r in hidden} <= {r.id for r in table.records}
-        # The hidden rows are dimmed.
-        row = table.records.index(next(r for r in table.records if r.id == hidden[0].id))
-        cell = table.get_row_at(row)[0]
-        assert any("dim" in str(span.style) for span in cell.spans)
+        assert set(hidden) <= {r.id for r in table.records}
+        assert "showing refuted and expired records (dimmed)" in notifications(app)
+        # The hidden rows are dimmed, their state word shown.
+        row = table.records.index(next(r for r in table.records if r.id == hidden[0]))
+        cells = table.get_row_at(row)
+        assert any("dim" in str(span.style) for span in cells[0].spans)
+        assert {"REFUTED", "expired"} & {cell.plain for cell in cells}
         await pilot.press("t")
         await settle(pilot)
-        assert not {r.id for r in hidden} & {r.id for r in table.records}
+        assert not set(hidden) & {r.id for r in table.records}
+        assert "refuted and expired records hidden" in notifications(app)
 
 
-async def test_table_pages_from_the_database(store: MemoryStore, monkeypatch):
+async def test_table_pages_from_the_source(store: MemoryStore, monkeypatch):
     monkeypatch.setattr(browse, "PAGE_SIZE", 5)
     monkeypatch.setattr(browse, "PAGE_MARGIN", 2)
-    calls: list[dict] = []
-    original = store.fetch
-
-    def spy(**kwargs):
-        calls.append(kwargs)
-        return original(**kwargs)
-
-    monkeypatch.setattr(store, "fetch", spy)
     app = make_app(store)
+    calls: list[dict] = []
+    original = app.source.page
+
+    def spy(filters=None, **kwargs):
+        calls.append({"filters": dict(filters or {}), **kwargs})
+        return original(filters, **kwargs)
+
+    monkeypatch.setattr(app.source, "page", spy)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.query_one(RecordTable)
         assert len(table.records) == 5
-        assert calls[-1]["limit"] == 6 and calls[-1]["after_id"] is None
+        assert calls[-1]["limit"] == 5 and calls[-1]["after"] is None
+        assert calls[-1]["filters"] == {"tier": "working"}
         await pilot.press("down", "down", "down")
         await settle(pilot)
         assert len(table.records) == 10
-        assert calls[-1]["after_id"] == table.records[4].id
+        assert calls[-1]["after"] == table.records[4].id
         await pilot.press("end")
         await settle(pilot)
         await pilot.press("end")
         await settle(pilot)
-        assert [r.id for r in table.records] == [r.id for r in original(tier="working")]
-        assert all(call["limit"] <= 6 for call in calls)
+        assert [r.id for r in table.records] == [str(r.id) for r in store.fetch(tier="working")]
+        assert all(call["limit"] <= 5 for call in calls)
+        assert table.exhausted
 
 
 async def test_hostile_text_is_inert(tmp_path: Path):
@@ -252,3 +265,285 @@ async def test_hostile_text_is_inert(tmp_path: Path):
             text = screen_text(app)
             assert "[link=x]eng[/link]" in text
             assert "\x1b" not in text
+
+
+# ---------------------------------------------------------------- the source contract
+
+
+def notifications(app) -> str:
+    return " | ".join(str(n.message) for n in app._notifications)
+
+
+def column_labels(table: RecordTable) -> list[str]:
+    return [str(column.label) for column in table.columns.values()]
+
+
+def state_word(table: RecordTable, row: int) -> str:
+    """The state word a hidden row shows: in its expires cell, else before its content."""
+    labels = column_labels(table)
+    cells = table.get_row_at(row)
+    if "expires" in labels:
+        return cells[labels.index("expires")].plain
+    return cells[labels.index("content")].plain.split(" · ", 1)[0]
+
+
+async def test_a_refresh_rereads_in_bounded_pages(store: MemoryStore, monkeypatch):
+    monkeypatch.setattr(browse, "PAGE_SIZE", 5)
+    monkeypatch.setattr(browse, "PAGE_MARGIN", 2)
+    monkeypatch.setattr(browse, "MAX_PAGE_SIZE", 3)
+    app = make_app(store)
+    calls: list[dict] = []
+    original = app.source.page
+
+    def spy(filters=None, **kwargs):
+        calls.append(kwargs)
+        return original(filters, **kwargs)
+
+    monkeypatch.setattr(app.source, "page", spy)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.query_one(RecordTable)
+        working = [str(r.id) for r in store.fetch(tier="working")]
+        # One page of 5 rows, read as 3 + 2: never more than the source's page limit.
+        assert [r.id for r in table.records] == working[:5]
+        assert [c["limit"] for c in calls] == [3, 2]
+        assert calls[1]["after"] == working[2]
+        await pilot.press("down", "down", "down")
+        await settle(pilot)
+        assert len(table.records) == 10
+        table.move_cursor(row=8)
+        await settle(pilot)
+        calls.clear()
+        app.browse.reload()  # a refresh re-reads every row shown, keeping the place
+        await settle(pilot)
+        assert calls and all(c["limit"] <= 3 for c in calls)
+        assert [r.id for r in table.records][:10] == working[:10]
+        assert table.current is not None and table.current.id == working[8]
+
+
+async def test_detail_appends_the_source_notes_and_sections(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(ScopeTree)
+        tree.move_cursor(tree.find("tier", "longterm", "longterm"))
+        await settle(pilot)
+        table = app.query_one(RecordTable)
+        detail = app.query_one(RecordDetail)
+        record = table.current
+        assert record is not None
+        assert detail.sections is not None
+        assert [s.title for s in detail.sections] == [s.title for s in app.source.detail(record.id)]
+        text = detail.text()
+        assert "vector" in text and "hash-256" in text
+        assert "history (audit events naming this record)" in text
+        assert "no audited action has touched this record" in text
+        notes = app.source.notes(record)
+        assert notes and detail.notes == notes
+        assert f"notes\n  {notes}" in text
+
+
+async def test_a_late_detail_for_another_record_is_dropped(sample_path: Path):
+    from memtui.sources.base import DetailSection
+    from memtui.sources.native import NativeSource
+
+    class Gated(NativeSource):
+        def __init__(self, store):
+            super().__init__(store)
+            self.slow: set[str] = set()
+            self.gate = threading.Event()
+            self.gate.set()
+            self.asked: list[str] = []
+
+        def detail(self, record_id):
+            self.asked.append(record_id)
+            if record_id in self.slow:
+                self.gate.wait(10)
+            return [DetailSection(title=f"section of {record_id}")]
+
+    with MemoryStore(sample_path, clock=fixed_clock) as opened:
+        source = Gated(opened)
+        app = make_app(source)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            table = app.query_one(RecordTable)
+            detail = app.query_one(RecordDetail)
+            first, second, third = (r.id for r in table.records[:3])
+            assert f"section of {first}" in detail.text()
+            source.slow = {second}
+            source.gate.clear()
+            await pilot.press("down")  # its sections are slow to come
+            await pilot.pause()
+            await pilot.press("down")  # the operator has moved on
+            await pilot.pause()
+            source.gate.set()
+            await settle(pilot)
+            assert second in source.asked
+            assert table.current is not None and table.current.id == third
+            text = detail.text()
+            assert f"section of {third}" in text
+            assert f"section of {second}" not in text and f"section of {first}" not in text
+            # Arrivals for an older request, or another record, change nothing.
+            generation = detail._generation
+            detail._extra_arrived(generation - 1, third, "", [DetailSection(title="STALE one")])
+            detail._extra_arrived(generation, second, "", [DetailSection(title="STALE two")])
+            assert "STALE" not in detail.text()
+            detail._extra_arrived(generation, third, "late note", [DetailSection(title="FRESH")])
+            assert "FRESH" in detail.text() and "late note" in detail.text()
+
+
+async def test_the_tree_lists_the_largest_values_then_a_more_leaf(store: MemoryStore, monkeypatch):
+    monkeypatch.setattr(browse, "TREE_VALUES", 2)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(ScopeTree)
+        episodic = tree.find("tier", "episodic", "episodic")
+        assert episodic is not None
+        counts = store.scope_counts("episodic")["engagement"]
+        largest = sorted(counts, key=lambda v: -counts[v])[:2]
+        listed = [c.data for c in episodic.children]
+        assert [d.value for d in listed[:-1]] == [v for v in counts if v in largest]
+        more = episodic.children[-1]
+        assert more.data.kind == browse.MORE and more.data.live == len(counts) - 2
+        assert str(more.label) == f"… {len(counts) - 2} more engagement (search to filter)"
+        # The leaf is not a scope: highlighting it leaves the table as it is.
+        table = app.query_one(RecordTable)
+        tree.move_cursor(episodic)
+        await settle(pilot)
+        before = (table.scope, [r.id for r in table.records])
+        tree.move_cursor(more)
+        await settle(pilot)
+        assert (table.scope, [r.id for r in table.records]) == before
+
+
+async def test_actions_show_only_where_the_source_offers_them(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.query_one(RecordTable)
+        assert table.check_action("refute", ()) is True
+        assert table.check_action("forget", ()) is True
+        offered = {"forget"}
+        app.offers = lambda capability: capability in offered  # type: ignore[method-assign]
+        assert table.check_action("refute", ()) is False
+        assert table.check_action("forget", ()) is True
+        tree = app.query_one(ScopeTree)
+        tree.move_cursor(tree.find("engagement", "episodic", "globex-retest"))
+        await settle(pilot)
+        assert tree.check_action("forget_engagement", ()) is False
+        offered.add("forget_scope")
+        assert tree.check_action("forget_engagement", ()) is True
+        requested: list[str] = []
+        app.request_refute = requested.append  # type: ignore[method-assign]
+        table.focus()
+        await pilot.press("r")
+        assert requested == []
+        offered.add("refute")
+        app.refresh_bindings()
+        await pilot.press("r")
+        assert requested == [table.current.id]
+
+
+# ---------------------------------------------------------------- foreign sources
+
+
+@pytest.fixture
+def private_cache(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
+
+
+def open_fixture(name: str, folder: Path, now=None):
+    from conftest import fixed_clock as clock
+    from fixtures.sources_support import LANGGRAPH, LETTA, copy_fixture
+
+    from memtui.sources import open_source
+
+    fixture = {"langgraph": LANGGRAPH, "letta": LETTA}[name]
+    return open_source(copy_fixture(fixture, folder), now=now, clock=clock)
+
+
+async def test_a_langgraph_store_browses_by_namespace(tmp_path: Path, private_cache):
+    source = open_fixture("langgraph", tmp_path / "store", now="2026-11-30T12:00:30Z")
+    try:
+        app = make_app(source)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            tree = app.query_one(ScopeTree)
+            table = app.query_one(RecordTable)
+            facets = {f.tier: f for f in source.facets()}
+            assert [n.data.tier for n in tree.root.children] == list(facets)
+            node = tree.find("namespace", "memories", "memories.user-1")
+            assert node is not None and node.data.kind == "namespace"
+            assert node.data.live == facets["memories"].scopes["namespace"]["memories.user-1"]
+            assert node.data.filters == {"tier": "memories", "namespace": "memories.user-1"}
+            # The columns it can fill: a scope column, no tool, grade or s/a.
+            labels = column_labels(table)
+            assert "scope" in labels and "id" in labels and "content" in labels
+            assert not {"tool", "grade", "s/a"} & set(labels)
+            record = table.current
+            assert record is not None
+            # The namespace, cut in the middle to the column: its distinctive end stays.
+            width = next(c.width for c in browse.COLUMNS if c.key == "scope")
+            scope_cell = table.get_row_at(0)[labels.index("scope")].plain
+            assert scope_cell == fit(record.scope["namespace"], width).plain
+            assert scope_cell.endswith(record.scope["namespace"][-4:])
+            assert table.records == source.page({"tier": "memories"}, limit=200).records
+            # Refute and forget-engagement are not keys here at all; forget is.
+            assert table.check_action("refute", ()) is False
+            assert table.check_action("forget", ()) is True
+            assert tree.check_action("forget_engagement", ()) is False
+            # The detail: its id, the scope, the source's own sections.
+            text = app.query_one(RecordDetail).text()
+            assert record.id in text and "namespace" in text
+            assert "value (full JSON, secrets masked)" in text
+            assert app.query_one(RecordDetail).border_title == f"record {record.id}"
+            # Hidden records are the expired ones.
+            table.focus()
+            await pilot.press("t")
+            await settle(pilot)
+            assert "showing expired records (dimmed)" in notifications(app)
+            tree.move_cursor(tree.find("tier", "scratch", "scratch"))
+            await settle(pilot)
+            expired = [i for i, r in enumerate(table.records) if r.state == "expired"]
+            assert expired and len(table.records) == facets["scratch"].count + len(expired)
+            cells = table.get_row_at(expired[0])
+            assert state_word(table, expired[0]) == "expired"
+            assert any("dim" in str(span.style) for span in cells[0].spans)
+    finally:
+        source.close()
+
+
+async def test_a_letta_store_names_its_keys_and_dims_deleted_records(tmp_path: Path, private_cache):
+    source = open_fixture("letta", tmp_path / "store")
+    try:
+        app = make_app(source)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            tree = app.query_one(ScopeTree)
+            table = app.query_one(RecordTable)
+            assert tree.show_keys
+            node = tree.find("archive", "archival", "research-notes")
+            assert node is not None and str(node.label).startswith("archive research-notes")
+            tag = tree.find("tag", "archival", "project")
+            assert tag is not None and tag.data.kind == "tag"
+            assert tree.find("tag", "archival", "secrets").data.kind == "tier"  # hidden only
+            tree.move_cursor(tree.find("tier", "archival", "archival"))
+            await settle(pilot)
+            live = len(table.records)
+            table.focus()
+            await pilot.press("t")
+            await settle(pilot)
+            assert "showing deleted and expired records (dimmed)" in notifications(app)
+            assert tree.find("tag", "archival", "secrets").data.hidden == 1
+            deleted = [i for i, r in enumerate(table.records) if r.state == "deleted"]
+            assert len(deleted) == 1 and len(table.records) == live + 1
+            assert state_word(table, deleted[0]) == "deleted"
+            assert "incl. 1 deleted/expired" in str(table.border_subtitle)
+            await pilot.press("t")
+            await settle(pilot)
+            assert "deleted and expired records hidden" in notifications(app)
+            assert len(table.records) == live
+    finally:
+        source.close()

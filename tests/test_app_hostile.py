@@ -23,11 +23,14 @@ from rich.cells import cell_len
 from textual.widgets import Input
 
 from memtui.core.store import MemoryStore
+from memtui.sources.base import DetailSection
+from memtui.sources.native import NativeSource
 from memtui.tui.app import make_app
 from memtui.tui.browse import RecordDetail, RecordTable, ScopeTree
 from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog, RevealDialog
 from memtui.tui.format import DETAIL_CONTENT_CHARS
 from memtui.tui.testing import (
+    HOSTILE_LINE,
     MARKUP,
     build_hostile_db,
     fixed_clock,
@@ -86,7 +89,7 @@ async def test_browse_table_detail_and_tree_are_inert(store: MemoryStore):
         await settle(pilot)
         text = inert(app, "browse")
         table = app.query_one(RecordTable)
-        assert table.current is not None and table.current.id == 1
+        assert table.current is not None and table.current.id == "1"
         # The row: markup literal, escapes visible, cut to the column with an ellipsis.
         row = next(line for line in text.splitlines() if "hostile [bold red]boom[/]" in line)
         assert "note\\x1b[31" in row and "…" in row
@@ -149,6 +152,44 @@ async def test_a_megabyte_record_is_capped_in_the_detail_and_stays_responsive(
         text = inert(app, "browse, long line")
         row = next(line for line in text.splitlines() if "longline hostile" in line)
         assert cell_len(row) <= SIZE[0] and "…" in row
+
+
+async def test_the_source_notes_and_detail_sections_are_inert(store: MemoryStore):
+    """What a source says about a record (``notes``, ``detail``) is as untrusted as the
+    record: markup literal, escapes visible, secrets never shown."""
+
+    class HostileSource(NativeSource):
+        def notes(self, record):
+            return f"note {HOSTILE_LINE}"
+
+        def detail(self, record_id):
+            return [
+                DetailSection(
+                    title=f"title {MARKUP}\x1b]0;pwned\x07",
+                    columns=("col\x1b[31m", f"{MARKUP}"),
+                    rows=[(HOSTILE_LINE, "cell\x07"), ("multi\nline\x1b[2J", None)],
+                    note=f"section note {HOSTILE_LINE}",
+                ),
+                DetailSection(title="json", columns=("json",), rows=[(f"{{\n  {MARKUP}\n}}",)]),
+            ]
+
+    app = make_app(HostileSource(store))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        detail = app.query_one(RecordDetail)
+        text = detail.text()
+        assert f"note hostile {MARKUP}" in text
+        assert f"title {MARKUP}\\x1b]0;pwned\\x07" in text
+        assert "col\\x1b[31m" in text and "cell\\x07" in text and "multi\\x0aline\\x1b[2J" in text
+        assert f"section note hostile {MARKUP}" in text
+        assert f"  {{\n    {MARKUP}\n  }}" in text  # one column: its lines kept, indented
+        for escape in VISIBLE_ESCAPES:
+            assert escape in text, escape
+        assert "\x1b" not in text and "\x07" not in text and "\x00" not in text
+        app.query_one(RecordDetail).focus()
+        await pilot.press("end")
+        await settle(pilot)
+        assert "section note hostile" in inert(app, "detail sections")
 
 
 async def test_search_results_and_breakdown_are_inert(store: MemoryStore):

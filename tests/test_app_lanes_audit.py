@@ -1,15 +1,21 @@
-"""The Lanes and Audit tabs."""
+"""The Lanes and Audit tabs, on a memtui database and on a foreign store."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
-from textual.widgets import Select
+from fixtures.sources_support import LANGGRAPH, LANGGRAPH_VECTORS, copy_fixture
+from rich.console import Console
+from rich.text import Text
+from textual.widgets import DataTable, Select, Static
 
 from memtui.core.lanes import host_history, learned_tactics, profile_priors
 from memtui.core.store import MemoryStore
+from memtui.sources import open_source
+from memtui.sources.native import NativeSource
 from memtui.tui.app import make_app
 from memtui.tui.audit_view import AuditPane, AuditTable
 from memtui.tui.lanes_view import LanesPane
@@ -17,11 +23,20 @@ from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
 
 SIZE = (120, 40)
 FLASK = "python:postgresql:waf_present:generic_waf:rest:flask"
+LG_NOW = "2026-11-30T12:00:30Z"
+CANARY_ID = "lg:memories.user-1/canary"
+COLOR_ID = "lg:memories.user-1/pref-color"
 
 
 @pytest.fixture
 def sample_path(tmp_path: Path) -> Path:
     return build_sample_db(tmp_path / "sample.db")
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
 
 
 @pytest.fixture
@@ -45,6 +60,9 @@ async def test_lanes_show_priors_tactics_negative_evidence_and_history(store: Me
         assert "0.3296" in text and "12/23" in text
         priors = profile_priors(store, FLASK)
         assert pane.data["priors"] == priors
+        assert pane.data == app.source.lanes(
+            FLASK, pane.engagement, min_denominator=LanesPane.MIN_DENOMINATOR
+        )
         # Priors are sorted by the bound and show hits/n, raw rate and bound.
         tools = [row["tool"] for row in priors]
         positions = [text.index(f"{tool} ") for tool in tools]
@@ -134,3 +152,189 @@ async def test_audit_shows_the_first_broken_link(sample_path: Path):
             text = screen_text(app)
             assert "✗ chain BROKEN" in text
             assert "event #2" in text
+
+
+def refusing(name: str):
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"{name} was called")
+
+    return refuse
+
+
+async def test_lanes_on_a_foreign_store_say_why_in_one_line_and_start_no_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    source = open_source(copy_fixture(LANGGRAPH, tmp_path / "store"), now=LG_NOW)
+    try:
+        assert not source.can("lanes")
+        # Lanes must not even be asked for: any call fails the test.
+        monkeypatch.setattr(source, "lane_choices", refusing("lane_choices"))
+        monkeypatch.setattr(source, "lanes", refusing("lanes"))
+        app = make_app(source, check_on_start=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("3")
+            await settle(pilot)
+            pane = app.query_one(LanesPane)
+            text = screen_text(app)
+            expected = (
+                "Lanes (priors, tactics, host history) need a memtui database: "
+                f"this is a {source.kind_label}."
+            )
+            assert expected in text
+            assert text.count("need a memtui database") == 1
+            # No profile or engagement to choose, no lane boxes waiting for data.
+            assert not pane.query(Select)
+            assert not pane.query(".lane")
+            assert "choose a profile" not in text
+            assert pane.data == {}
+            assert not [w for w in app.workers if w.node is pane]
+            # A refresh (F5 or a change in the store) still starts nothing.
+            pane.reload()
+            pane.database_changed(shown=True)
+            await settle(pilot)
+            assert pane.data == {}
+            assert not any(n.severity == "error" for n in app._notifications)
+    finally:
+        source.close()
+
+
+def interrupted_forget(source: Any, record_id: str, reason: str) -> None:
+    """A forget that stops between its intent and its outcome (the process died)."""
+
+    def crash(record: Any) -> Any:
+        raise KeyboardInterrupt
+
+    original = source._apply_forget
+    source._apply_forget = crash
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            source.forget(record_id, reason=reason)
+    finally:
+        source._apply_forget = original
+
+
+async def test_audit_on_a_foreign_store_shows_intent_outcome_and_interrupted_forgets(
+    tmp_path: Path,
+):
+    path = copy_fixture(LANGGRAPH_VECTORS, tmp_path / "store")
+    source = open_source(path, now=LG_NOW, allow_writes=True, operator="tester")
+    try:
+        outcome = source.forget(CANARY_ID, reason="client asked for erasure")
+        assert outcome.verified and outcome.intent_event_id is not None
+        hostile = "crashed [bold red]mid[/] way\x1b[2J"
+        interrupted_forget(source, COLOR_ID, hostile)
+        events = source.audit_events()
+        assert [e["action"] for e in events] == ["forget-intent", "forget", "forget-intent"]
+        assert [e.get("status") for e in events] == ["interrupted", None, "completed"]
+
+        app = make_app(source, check_on_start=False)
+        async with app.run_test(size=(160, 44)) as pilot:
+            await settle(pilot)
+            await pilot.press("4")
+            await settle(pilot)
+            pane = app.query_one(AuditPane)
+            assert [e["id"] for e in pane.events] == [e["id"] for e in events]
+            assert [e["id"] for e in pane.interrupted] == [events[0]["id"]]
+            text = screen_text(app)
+            assert "✓ chain verified" in text and "3 events" in text
+            # The interrupted forget is counted on a line of its own, in bold.
+            note = app.query_one("#audit-interrupted", Static)
+            assert note.display
+            assert "1 interrupted forget(s)" in text
+            line = note.content
+            assert isinstance(line, Text) and line.plain.startswith("1 interrupted forget(s)")
+            assert "bold" in str(line.get_style_at_offset(Console(), 0))
+            # Each event's state is in the table: a status column for the intents.
+            table = app.query_one(AuditTable)
+            labels = [str(c.label) for c in table.columns.values()]
+            assert "status" in labels
+            by_row = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+            assert "interrupted" in by_row[0] and "forget-intent" in by_row[0]
+            assert "completed" in by_row[2] and "forget-intent" in by_row[2]
+            assert "forget" in by_row[1] and "interrupted" not in by_row[1]
+            # String record ids, shown as they are.
+            assert COLOR_ID in by_row[0] and CANARY_ID in by_row[1]
+            # The detail of the interrupted intent says so, and shows its string id.
+            assert table.cursor_row == 0
+            detail = screen_text(app)
+            assert "INTERRUPTED" in detail
+            assert "no outcome" in detail and COLOR_ID in detail
+            # Hostile reason text stays literal: markup not applied, escapes visible.
+            assert "[bold red]mid[/]" in detail
+            assert "\x1b" not in detail and "\\x1b[2J" in detail
+            # The outcome: its erasure checks, pointing at its intent.
+            await pilot.press("down")
+            await settle(pilot)
+            detail = screen_text(app)
+            assert f"intent     event #{outcome.intent_event_id}" in detail
+            assert "client asked for erasure" in detail and CANARY_ID in detail
+            await pilot.press("down")
+            await settle(pilot)
+            assert "COMPLETED" in screen_text(app)
+            # v re-checks the chain of memtui's audit database beside the store.
+            await pilot.press("v")
+            await settle(pilot)
+            assert any("audit chain verified: 3 events" in n.message for n in app._notifications)
+    finally:
+        source.close()
+
+
+async def test_audit_on_a_foreign_store_without_interrupted_forgets_has_no_such_line(
+    tmp_path: Path,
+):
+    path = copy_fixture(LANGGRAPH_VECTORS, tmp_path / "store")
+    with open_source(path, now=LG_NOW, allow_writes=True, operator="tester") as source:
+        source.forget(CANARY_ID, reason="erase")
+        app = make_app(source, check_on_start=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("4")
+            await settle(pilot)
+            pane = app.query_one(AuditPane)
+            assert [e["action"] for e in pane.events] == ["forget", "forget-intent"]
+            assert pane.interrupted == []
+            assert not app.query_one("#audit-interrupted", Static).display
+            assert "interrupted" not in screen_text(app)
+            assert "completed" in screen_text(app)
+
+
+async def test_a_memtui_database_keeps_its_audit_columns(store: MemoryStore):
+    store.refute(1, reason="payload patched")
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        table = app.query_one(AuditTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        assert "status" not in labels and labels[-1] == "reason"
+        assert not app.query_one("#audit-interrupted", Static).display
+
+
+class NoAuditSource(NativeSource):
+    """A source that keeps no audit log."""
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return super().capabilities - {"audit"}
+
+
+async def test_a_source_without_an_audit_log_says_so_and_reads_nothing(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+):
+    source = NoAuditSource(store)
+    for name in ("audit_events", "verify_audit", "audit_head", "interrupted_forgets"):
+        monkeypatch.setattr(source, name, refusing(name))
+    app = make_app(source, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        pane = app.query_one(AuditPane)
+        assert "no audit log for this source" in screen_text(app)
+        assert not pane.query(DataTable)
+        pane.reload()
+        await settle(pilot)
+        assert pane.events == [] and not pane.verified
+        assert not any(n.severity == "error" for n in app._notifications)

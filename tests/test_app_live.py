@@ -130,7 +130,8 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None
                 # The tree, the header and the table follow the agent's writes.
                 await wait_for(pilot, lambda: working_live(app) >= working_at_open + 5)
                 await wait_for(
-                    pilot, lambda: any(r.engagement == ENGAGEMENT for r in table.records)
+                    pilot,
+                    lambda: any(r.scope.get("engagement") == ENGAGEMENT for r in table.records),
                 )
                 assert table.current is not None and table.current.id == watched.id
                 assert "new since open" in screen_text(app).splitlines()[0]
@@ -152,17 +153,19 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None
                         table.scope is not None
                         and table.scope.value == ENGAGEMENT
                         and bool(table.records)
-                        and all(r.engagement == ENGAGEMENT for r in table.records)
+                        and all(r.scope.get("engagement") == ENGAGEMENT for r in table.records)
                     ),
                 )
                 table.focus()
                 await pilot.press("f")
                 await wait_for(pilot, lambda: isinstance(app.screen, ConfirmRecordAction))
                 target = app.screen.record
-                assert target.engagement == ENGAGEMENT
+                assert target.scope.get("engagement") == ENGAGEMENT
                 await type_text(pilot, "mistake")
                 await pilot.press("tab", "tab", "enter")
-                await wait_for(pilot, lambda: store.get(target.id) is None and app.saving is None)
+                await wait_for(
+                    pilot, lambda: store.get(int(target.id)) is None and app.saving is None
+                )
                 assert proc.poll() is None, "the writer was still writing during the forget"
                 # The agent goes on writing after the forget, then stops.
                 before = working_live(app)
@@ -185,7 +188,7 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None
             assert app.new_since_open == written
             assert f"live: {written} new since open" in screen_text(app).splitlines()[0]
             events = store.audit_events()
-            assert events[0]["action"] == "forget" and events[0]["record_ids"] == [target.id]
+            assert events[0]["action"] == "forget" and events[0]["record_ids"] == [int(target.id)]
             assert events[0]["reason"] == "mistake"
             assert app.query_one("#audit-pane").events[0]["id"] == events[0]["id"]
             assert store.verify_audit() is None
@@ -291,7 +294,7 @@ async def test_a_forget_waits_while_another_connection_holds_the_write_lock(samp
                 header = screen_text(app).splitlines()[0]
                 assert "database busy — retrying (" in header and "/40)" in header
                 assert any("database is busy" in n.message for n in app._notifications)
-                assert store.get(record.id) is not None
+                assert store.get(int(record.id)) is not None
                 # The screen answers while the forget waits.
                 await pilot.press("2")
                 await wait_for(pilot, lambda: app.active_tab == "search")
@@ -301,9 +304,9 @@ async def test_a_forget_waits_while_another_connection_holds_the_write_lock(samp
                 holder.close()
             await wait_for(pilot, lambda: app.saving is None, timeout=15)
             await settle(pilot)
-            assert store.get(record.id) is None
+            assert store.get(int(record.id)) is None
             event = store.audit_events()[0]
-            assert event["action"] == "forget" and event["record_ids"] == [record.id]
+            assert event["action"] == "forget" and event["record_ids"] == [int(record.id)]
             assert event["reason"] == "erase while the agent writes"
             assert not badge.display
             assert any(f"audit event #{event['id']}" in n.message for n in app._notifications)

@@ -1,23 +1,37 @@
-"""The Search tab: results, expandable breakdowns that add up, what-if weights."""
+"""The Search tab: results, expandable breakdowns that add up, what-if weights.
+
+The tab works on the app's ``MemorySource`` only: a memtui database (a ``MemoryStore``
+built here and wrapped by ``make_app`` in ``NativeSource``) and a foreign store (the
+LangGraph fixture) are searched, filtered and explained the same way.
+"""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fixtures.sources_support import LANGGRAPH, LANGGRAPH_VECTORS, copy_fixture
 from textual.widgets import Input, Select
 
 from memtui.core.search import hybrid_search, rerank
 from memtui.core.store import MemoryStore
-from memtui.tui import search_view
+from memtui.sources import open_source
+from memtui.sources.native import NativeSource
 from memtui.tui.app import make_app
 from memtui.tui.breakdown import arithmetic, num, score_text
+from memtui.tui.format import fit
 from memtui.tui.search_view import RESULT_LIMIT, ResultList, SearchPane
 from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
 
 SIZE = (120, 40)
 QUERY = "sql injection"
+LG_NOW = "2026-11-30T12:00:30Z"
+PARIS = "lg:memories.user-1/trip%2F2026%3Aparis"
 
 
 @pytest.fixture
@@ -25,6 +39,22 @@ def store(tmp_path: Path):
     path = build_sample_db(tmp_path / "sample.db")
     with MemoryStore(path, clock=fixed_clock) as opened:
         yield opened
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path, monkeypatch):
+    """A foreign store's keyword index goes to memtui's cache: a private one per test."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
+
+
+@pytest.fixture
+def langgraph(tmp_path: Path):
+    source = open_source(copy_fixture(LANGGRAPH, tmp_path / "lg"), now=LG_NOW)
+    try:
+        yield source
+    finally:
+        source.close()
 
 
 async def run_query(pilot, text: str) -> None:
@@ -36,6 +66,26 @@ async def run_query(pilot, text: str) -> None:
     await settle(pilot)
 
 
+async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting for the app"
+        await pilot.pause(0.02)
+
+
+def shown_ids(results: ResultList) -> list[str]:
+    return [results.get_option_at_index(i).id for i in range(results.option_count)]
+
+
+def native_ids(response) -> list[str]:
+    """The ids the app shows for a native response: the record id, as a string."""
+    return [str(r.record_id) for r in response.results]
+
+
+def select_values(select: Select) -> list[str]:
+    return [value for _prompt, value in select._options if isinstance(value, str)]
+
+
 async def test_query_enter_runs_search_and_focuses_results(store: MemoryStore):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
@@ -44,11 +94,16 @@ async def test_query_enter_runs_search_and_focuses_results(store: MemoryStore):
         results = app.query_one(ResultList)
         assert app.focused is results
         expected = hybrid_search(store, QUERY, limit=RESULT_LIMIT)
-        shown = [int(results.get_option_at_index(i).id) for i in range(results.option_count)]
-        assert shown == [r.record_id for r in expected.results]
+        assert shown_ids(results) == native_ids(expected)
         assert results.highlighted == 0
+        assert results.current_id() == str(expected.results[0].record_id)
+        pane = app.query_one(SearchPane)
+        # Results and records are keyed by the source's string id.
+        assert [r.id for r in pane.response.results] == native_ids(expected)
+        assert set(native_ids(expected)) <= set(pane.records)
         text = screen_text(app)
         assert score_text(expected.results[0].score) in text
+        assert f"#{expected.results[0].record_id}" in text
 
 
 async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
@@ -61,7 +116,7 @@ async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
         top = expected.results[0]
         await pilot.press("enter")
         await settle(pilot)
-        assert pane.expanded == {top.record_id}
+        assert pane.expanded == {str(top.record_id)}
         numbers = arithmetic(top, expected.trace)
         # The arithmetic shown recomputes the response's score exactly.
         assert numbers.keyword.weight == expected.trace["weights"]["keyword"]
@@ -94,7 +149,7 @@ async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
         assert f"min {num(pools['vector']['min'])}" in text
         assert "scores 0 in the other" in text
         # Per-term BM25 contributions add up to the keyword lane's raw score.
-        explanation = pane.explanations[top.record_id]
+        explanation = pane.explanations[str(top.record_id)]
         assert abs(explanation["total"] - top.trace["keyword"]["raw"]) < 1e-6
         for term in explanation["terms"]:
             assert term["term"] in text
@@ -132,9 +187,8 @@ async def test_what_if_weights_rerank_and_show_rank_changes(store: MemoryStore):
         await settle(pilot)
         assert pane.keyword_tenths == 6
         expected = rerank(base, {"keyword": 0.6, "vector": 0.4})
-        shown = [int(results.get_option_at_index(i).id) for i in range(results.option_count)]
-        assert shown == [r.record_id for r in expected.results]
-        assert shown != [r.record_id for r in base.results]
+        assert shown_ids(results) == native_ids(expected)
+        assert shown_ids(results) != native_ids(base)
         text = screen_text(app)
         assert "keyword 0.6" in text and "vector 0.4" in text and "what-if" in text
         moved = next(r for r in expected.results if r.trace["previous_rank"] != r.rank)
@@ -151,8 +205,7 @@ async def test_what_if_weights_rerank_and_show_rank_changes(store: MemoryStore):
         await pilot.press("equals_sign")
         await settle(pilot)
         assert pane.keyword_tenths == 3
-        shown = [int(results.get_option_at_index(i).id) for i in range(results.option_count)]
-        assert shown == [r.record_id for r in base.results]
+        assert shown_ids(results) == native_ids(base)
         assert "(default)" in screen_text(app)
 
 
@@ -179,23 +232,70 @@ async def test_scope_filter_restricts_results(store: MemoryStore):
         pane = app.query_one(SearchPane)
         assert pane.filters == {"tier": "longterm"}
         assert pane.response is not None and pane.response.results
-        assert {pane.records[r.record_id].tier for r in pane.response.results} == {"longterm"}
+        assert {pane.records[r.id].tier for r in pane.response.results} == {"longterm"}
         expected = hybrid_search(store, QUERY, limit=RESULT_LIMIT, filters={"tier": "longterm"})
-        assert [r.record_id for r in pane.response.results] == [
-            r.record_id for r in expected.results
-        ]
+        assert [r.id for r in pane.response.results] == native_ids(expected)
+
+
+async def test_native_scope_selects_keep_their_ids_and_values(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await settle(pilot)
+        bar = [w.id for w in app.query("#search-bar > *")]
+        assert bar == ["query", "filter-tier", "filter-engagement", "filter-profile"]
+        engagement = app.query_one("#filter-engagement", Select)
+        profile = app.query_one("#filter-profile", Select)
+        assert select_values(engagement) == store.engagements()
+        assert select_values(profile) == store.profiles()
+        pane = app.query_one(SearchPane)
+        pane.query_one("#query", Input).value = QUERY
+        await pilot.press("enter")
+        await settle(pilot)
+        target = store.engagements()[0]
+        engagement.value = target
+        await settle(pilot)
+        assert pane.filters == {"engagement": target}
+        expected = hybrid_search(store, QUERY, limit=RESULT_LIMIT, filters={"engagement": target})
+        assert [r.id for r in pane.response.results] == native_ids(expected)
+        assert {pane.records[r.id].scope["engagement"] for r in pane.response.results} == {target}
+
+
+async def test_a_new_scope_shows_up_in_the_filters_and_marks_results_stale(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await run_query(pilot, QUERY)
+        pane = app.query_one(SearchPane)
+        before = list(pane.response.results)
+        script = (
+            "import sys\nfrom memtui.core.store import MemoryStore\n"
+            "with MemoryStore(sys.argv[1], operator='agent') as s:\n"
+            "    s.add_record(tier='working', record_type='note', content='sql injection again',"
+            " engagement='brand-new-engagement')\n"
+        )
+        subprocess.run([sys.executable, "-c", script, str(store.path)], check=True, timeout=60)
+        pane.database_changed(True)
+        await settle(pilot)
+        select = app.query_one("#filter-engagement", Select)
+        assert "brand-new-engagement" in select_values(select)
+        assert "brand-new-engagement" in pane.choices["engagement"]
+        assert pane.results_stale
+        assert [r.id for r in pane.response.results] == [r.id for r in before]
+        assert "database changed — F5 re-runs the search" in screen_text(app)
 
 
 async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatch):
     release = threading.Event()
-    real = search_view.hybrid_search
+    app = make_app(store)
+    real = app.source.search
 
     def slow(*args, **kwargs):
         release.wait(5)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(search_view, "hybrid_search", slow)
-    app = make_app(store)
+    monkeypatch.setattr(app.source, "search", slow)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("slash")
@@ -206,6 +306,8 @@ async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatc
         results = app.query_one(ResultList)
         assert results.loading
         assert "searching…" in screen_text(app)
+        # The native keyword index is always ready: nothing to build.
+        assert "building the keyword index" not in screen_text(app)
         release.set()
         await settle(pilot)
         assert not results.loading
@@ -216,8 +318,8 @@ async def test_search_errors_are_shown(store: MemoryStore, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("the index is on fire")
 
-    monkeypatch.setattr(search_view, "hybrid_search", broken)
     app = make_app(store)
+    monkeypatch.setattr(app.source, "search", broken)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, QUERY)
@@ -235,11 +337,34 @@ async def test_empty_query_after_sanitizing_says_why(store: MemoryStore):
         assert app.focused is app.query_one("#query", Input)
 
 
+async def test_refute_and_forget_on_a_result_ask_the_app_with_its_string_id(
+    store: MemoryStore, monkeypatch
+):
+    app = make_app(store)
+    asked: list[tuple[str, object]] = []
+    monkeypatch.setattr(app, "request_refute", lambda rid=None: asked.append(("refute", rid)))
+    monkeypatch.setattr(app, "request_forget", lambda rid=None: asked.append(("forget", rid)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await run_query(pilot, QUERY)
+        results = app.query_one(ResultList)
+        target = results.current_id()
+        assert isinstance(target, str) and target.isdigit()
+        text = screen_text(app)
+        assert "Refute" in text and "Forget" in text  # offered by a memtui database
+        await pilot.press("r")
+        await pilot.press("f")
+        await settle(pilot)
+        assert asked == [("refute", target), ("forget", target)]
+
+
 @pytest.mark.parametrize("query", ["sql injection", "time-based blind sql", "sqlmap", "idor"])
 def test_every_breakdown_adds_up_on_screen(store: MemoryStore, query: str):
-    base = hybrid_search(store, query, limit=RESULT_LIMIT)
+    source = NativeSource(store)
+    base = source.search(query, limit=RESULT_LIMIT)
+    assert [r.id for r in base.results] == native_ids(hybrid_search(store, query, limit=20))
     for tenths in range(11):
-        response = rerank(base, {"keyword": tenths / 10, "vector": 1 - tenths / 10})
+        response = source.rerank(base, {"keyword": tenths / 10, "vector": 1 - tenths / 10})
         for result in response.candidates:
             numbers = arithmetic(result, response.trace)
             assert numbers.adds_up, (query, tenths, result.record_id)
@@ -249,3 +374,161 @@ def test_every_breakdown_adds_up_on_screen(store: MemoryStore, query: str):
             assert abs(float(kw_part) - numbers.keyword.part) < 1e-4
             assert abs(float(vec_part) - numbers.vector.part) < 1e-4
             assert total == score_text(result.score)
+
+
+# ---------------------------------------------------------------- a foreign source
+
+
+async def test_foreign_source_builds_its_index_with_progress_then_results_add_up(
+    langgraph, monkeypatch
+):
+    assert langgraph.index_status()["ready"] is False
+    real_build = langgraph.build_index
+    seen: list[tuple[int, int]] = []
+    paused, release = threading.Event(), threading.Event()
+
+    def build(progress=None):
+        def step(done: int, total: int) -> None:
+            progress(done, total)  # the app's callback: the status line follows
+            seen.append((done, total))
+            if not paused.is_set():
+                paused.set()
+                release.wait(10)  # hold the build so the screen can be read mid-way
+
+        return real_build(step)
+
+    monkeypatch.setattr(langgraph, "build_index", build)
+    app = make_app(langgraph)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await settle(pilot)
+        app.query_one("#query", Input).value = "paris trip"
+        await pilot.press("enter")
+        try:
+            await wait_for(pilot, paused.is_set)
+            await pilot.pause()
+            done, total = seen[0]
+            assert total > 0
+            text = screen_text(app)
+            assert f"building the keyword index: {done}/{total}" in text
+            assert app.query_one(ResultList).loading
+        finally:
+            release.set()
+        await settle(pilot)
+        assert langgraph.index_status()["ready"] is True
+        text = screen_text(app)
+        assert "building the keyword index" not in text
+        pane = app.query_one(SearchPane)
+        expected = langgraph.search("paris trip", limit=RESULT_LIMIT)
+        assert expected.results
+        assert [r.id for r in pane.response.results] == [r.id for r in expected.results]
+        assert shown_ids(app.query_one(ResultList)) == [r.id for r in expected.results]
+        assert pane.response.results[0].id == PARIS
+        assert pane.records[PARIS].content.startswith("Planning a trip to Paris")
+        for result in pane.response.results:
+            assert arithmetic(result, pane.response.trace).adds_up
+        # The foreign id is on screen as is (cut in the middle to fit its column).
+        assert fit(PARIS, pane.id_width).plain in text
+        assert "#" + PARIS not in text
+        # The breakdown adds up, and the per-term BM25 split sums to the keyword raw.
+        await pilot.press("enter")
+        await settle(pilot)
+        assert pane.expanded == {PARIS}
+        text = screen_text(app)
+        assert "✓ adds up" in text
+        explanation = pane.explanations[PARIS]
+        top = pane.response.results[0]
+        assert {t["term"] for t in explanation["terms"]} == {"paris", "trip"}
+        assert abs(explanation["total"] - top.trace["keyword"]["raw"]) < 1e-6
+        assert "Σ " + num(explanation["total"]) in text
+        # No stored vectors: the fallback reason is shown, the weights cannot move.
+        assert "(fallback: keyword only)" in text
+        assert "has no stored vectors" in text
+        await pilot.press("left_square_bracket")
+        await settle(pilot)
+        assert pane.keyword_tenths == 3
+        assert any("cannot move" in str(n.message) for n in app._notifications)
+
+
+async def test_foreign_vectors_without_an_embedder_fall_back_with_the_reason(tmp_path):
+    source = open_source(copy_fixture(LANGGRAPH_VECTORS, tmp_path / "lgv"), now=LG_NOW)
+    try:
+        app = make_app(source)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await run_query(pilot, "paris trip")
+            pane = app.query_one(SearchPane)
+            assert pane.response is not None and pane.response.results
+            reason = pane.response.trace["fallback"]
+            assert reason.startswith("no embedder for these 8-dim vectors")
+            await pilot.press("enter")
+            await settle(pilot)
+            text = screen_text(app)
+            assert "(fallback: keyword only)" in text
+            assert "fallback: no embedder for these 8-dim vectors" in text
+            assert "✓ adds up" in text
+    finally:
+        source.close()
+
+
+async def test_foreign_filters_come_from_the_sources_scope_keys_and_data(langgraph):
+    app = make_app(langgraph)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await settle(pilot)
+        bar = [w.id for w in app.query("#search-bar > *")]
+        assert bar == ["query", "filter-tier", "filter-namespace"]
+        assert not app.query("#filter-profile") and not app.query("#filter-engagement")
+        namespace = app.query_one("#filter-namespace", Select)
+        assert select_values(namespace) == langgraph.scope_values("namespace")
+        # LangGraph declares no tiers: the tier choices come from its data.
+        tier = app.query_one("#filter-tier", Select)
+        assert select_values(tier) == ["memories", "profile", "scratch"]
+        pane = app.query_one(SearchPane)
+        pane.query_one("#query", Input).value = "a"
+        await pilot.press("enter")
+        await settle(pilot)
+        everywhere = {r.id for r in pane.response.results}
+        assert {pane.records[i].tier for i in everywhere} == {"memories", "scratch"}
+        tier.value = "scratch"
+        await settle(pilot)
+        assert pane.filters == {"tier": "scratch"}
+        assert [r.id for r in pane.response.results] == ["lg:scratch/later"]
+        tier.clear()
+        await settle(pilot)
+        pane.query_one("#query", Input).value = "user"
+        pane.query_one("#query", Input).focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert len(pane.response.results) == 2
+        namespace.value = "memories.user-2"
+        await settle(pilot)
+        assert pane.filters == {"namespace": "memories.user-2"}
+        expected = langgraph.search(
+            "user", limit=RESULT_LIMIT, filters={"namespace": "memories.user-2"}
+        )
+        assert [r.id for r in pane.response.results] == [r.id for r in expected.results]
+        assert [pane.records[r.id].scope["namespace"] for r in pane.response.results] == [
+            "memories.user-2"
+        ]
+
+
+async def test_foreign_results_offer_only_what_the_source_can_do(langgraph, monkeypatch):
+    app = make_app(langgraph)
+    asked: list[object] = []
+    monkeypatch.setattr(app, "request_refute", lambda rid=None: asked.append(rid))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await run_query(pilot, "paris trip")
+        results = app.query_one(ResultList)
+        assert app.focused is results and results.current_id() == PARIS
+        assert not app.offers("refute") and app.offers("forget")
+        assert results.check_action("refute", ()) is False
+        assert results.check_action("forget", ()) is True
+        text = screen_text(app)
+        assert "Refute" not in text and "Forget" in text
+        await pilot.press("r")
+        await settle(pilot)
+        assert asked == []

@@ -61,7 +61,7 @@ def test_run_app_opens_the_store_and_runs_the_app(sample_path: Path, monkeypatch
     seen = {}
 
     def fake_run(self: MemtuiApp) -> None:
-        seen["read_only"] = self.store.read_only
+        seen["read_only"] = self.source.read_only
         seen["operator"] = self.operator
         seen["label"] = self.db_label
 
@@ -126,7 +126,7 @@ async def test_command_palette_offers_memtui_commands(store: MemoryStore):
         assert app.screen.record.id == record.id
         await pilot.press("escape")
         await settle(pilot)
-        assert store.get(record.id) is not None
+        assert store.get(int(record.id)) is not None
 
 
 async def test_command_palette_switches_tabs(store: MemoryStore):

@@ -1,4 +1,4 @@
-"""The app on every foreign source: opens it, browses tiers/scopes, searches, forgets."""
+"""The one app on every foreign source: opens it, browses tiers/scopes, searches, forgets."""
 
 from __future__ import annotations
 
@@ -16,13 +16,17 @@ from fixtures.sources_support import (
     TENANT,
     copy_fixture,
 )
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
 from memtui.core.embed import HashEmbedder
 from memtui.sources import open_source
+from memtui.tui.app import MemtuiApp
 from memtui.tui.breakdown import arithmetic
+from memtui.tui.browse import RecordTable, ScopeTree
+from memtui.tui.collection_picker import CollectionPicker
+from memtui.tui.dialogs import ConfirmRecordAction
 from memtui.tui.launch import app_for_source
-from memtui.tui.source_app import ConfirmSourceForget, SourceApp
+from memtui.tui.search_view import ResultList, SearchPane
 from memtui.tui.testing import screen_text, settle
 
 LG_NOW = "2026-11-30T12:00:30Z"
@@ -57,42 +61,53 @@ def opened(case: tuple, folder: Path, **kwargs: Any):
     return open_source(make(kind, folder), now=now, clock=fixed_clock, **kwargs)
 
 
+async def run_query(pilot, text: str) -> SearchPane:
+    await pilot.press("slash")
+    await settle(pilot)
+    pilot.app.query_one("#query", Input).value = text
+    await pilot.press("enter")
+    await settle(pilot)
+    return pilot.app.query_one(SearchPane)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-async def test_app_opens_browses_and_searches_each_source(case, tmp_path):
+async def test_the_one_app_opens_browses_and_searches_each_source(case, tmp_path):
     source = opened(case, tmp_path / "store")
     try:
-        app = app_for_source(source, embedder=HashEmbedder(8))
-        assert isinstance(app, SourceApp)
+        app = app_for_source(source, embedder=HashEmbedder(8), poll_interval=None)
+        assert isinstance(app, MemtuiApp) and app.source is source
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             text = screen_text(app)
-            assert source.kind_label in text
-            facets = source.facets()
-            for facet in facets:
-                assert f"{facet.tier} ({facet.count})" in text
-            scope_key = case[4]
-            if scope_key in source.scope_keys and any(f.scopes.get(scope_key) for f in facets):
-                assert f"{scope_key}=" in text
-            table = app.query_one("#source-records", DataTable)
-            first = source.page(limit=200)
-            assert table.row_count == len(first.records) > 0
-            # Search: results, each breakdown adds up.
-            await pilot.press("slash")
-            app.query_one("#source-query", Input).value = case[3]
-            await pilot.press("enter")
-            await settle(pilot)
-            response = app.response
+            assert source.kind_label in text  # the banner says what kind of store this is
+            assert "read-only: forget needs --allow-writes" in text
+            # The tree has every tier with the source's own counts.
+            tree = app.query_one(ScopeTree)
+            for facet in source.facets():
+                node = tree.find("tier", facet.tier, facet.tier)
+                assert node is not None and node.data is not None
+                assert node.data.live == facet.count
+            # The table shows the first tier's first page, from the source's pages.
+            table = app.query_one(RecordTable)
+            first_tier = next(f.tier for f in source.facets() if f.count)
+            page = source.page({"tier": first_tier}, limit=200)
+            assert [r.id for r in table.records] == [r.id for r in page.records]
+            # Search: results with the source's ids; the expanded breakdown adds up.
+            pane = await run_query(pilot, case[3])
+            response = pane.response
             assert response is not None and response.results
             for result in response.results:
                 assert arithmetic(result, response.trace).adds_up
-                assert result.id  # type: ignore[attr-defined]
-            assert "adds up" in screen_text(app)
-            # Read-only by default: forget is refused with the reason.
-            app.query_one("#source-results", DataTable).focus()
+                assert source.get(result.id) is not None  # type: ignore[attr-defined]
+            await pilot.press("enter")
+            await settle(pilot)
+            assert "✓ adds up" in screen_text(app)
+            # Read-only by default: forget is refused with the reason, no dialog.
+            app.query_one(ResultList).focus()
             await pilot.press("f")
             await settle(pilot)
-            assert not isinstance(app.screen, ConfirmSourceForget)
-            assert "read-only" in " ".join(str(n.message) for n in app._notifications)
+            assert not isinstance(app.screen, ConfirmRecordAction)
+            assert "--allow-writes" in " ".join(str(n.message) for n in app._notifications)
     finally:
         source.close()
 
@@ -106,30 +121,29 @@ async def test_forget_through_the_dialog_removes_the_record_and_audits(kind, now
     path = make(kind, tmp_path / "store")
     source = open_source(path, now=now, clock=fixed_clock, allow_writes=True, operator="tester")
     try:
-        app = app_for_source(source, operator="tester")
+        app = app_for_source(source, operator="tester", poll_interval=None)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
-            await pilot.press("slash")
-            app.query_one("#source-query", Input).value = query
-            await pilot.press("enter")
-            await settle(pilot)
-            assert app.response is not None and app.response.results
-            target = app.response.results[0].id  # type: ignore[attr-defined]
-            app.query_one("#source-results", DataTable).focus()
+            pane = await run_query(pilot, query)
+            assert pane.response is not None and pane.response.results
+            target = pane.response.results[0].id  # type: ignore[attr-defined]
+            app.query_one(ResultList).focus()
             await pilot.press("f")
             await settle(pilot)
-            assert isinstance(app.screen, ConfirmSourceForget)
+            assert isinstance(app.screen, ConfirmRecordAction)
+            # The dialog states the store's own forget rule.
             rule = source.forget_preview(target)["rule"]
-            assert rule in screen_text(app)
+            assert " ".join(rule.split()[:6]) in " ".join(screen_text(app).split())
             app.screen.query_one("#reason", Input).value = "subject asked"
             await pilot.click("#confirm")
             await settle(pilot)
-            assert not isinstance(app.screen, ConfirmSourceForget)
+            assert not isinstance(app.screen, ConfirmRecordAction)
             assert source.get(target) is None or source.get(target).state == "deleted"
             events = source.audit_events()
             assert any(target in [str(i) for i in e["record_ids"]] for e in events)
             messages = " ".join(str(n.message) for n in app._notifications)
-            assert "audit event #" in messages
+            assert "audit event #" in messages and "erasure verified" in messages
+            assert target not in [r.id for r in app.query_one(RecordTable).records]
             app.action_switch_tab("audit")
             await settle(pilot)
             assert "forget" in screen_text(app)
@@ -137,12 +151,18 @@ async def test_forget_through_the_dialog_removes_the_record_and_audits(kind, now
         source.close()
 
 
-async def test_lanes_tab_says_it_needs_a_memtui_database(tmp_path):
+async def test_native_only_keys_are_not_offered_on_a_foreign_store(tmp_path):
     source = open_source(copy_fixture(TENANT, tmp_path), now=50)
     try:
-        app = app_for_source(source)
+        app = app_for_source(source, poll_interval=None)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
+            footer = screen_text(app).splitlines()[-1]
+            assert "f Forget" in footer  # forget exists (read-only says why)
+            assert "r Refute" not in footer  # a tenant evidence store has no refute
+            await pilot.press("r")
+            await settle(pilot)
+            assert not isinstance(app.screen, ConfirmRecordAction)
             await pilot.press("3")
             await settle(pilot)
             assert "need a memtui database" in screen_text(app)
@@ -160,118 +180,81 @@ def test_cli_open_refuses_nothing_given():
     assert "--qdrant-url" in result.output
 
 
-def test_run_app_opens_a_foreign_store_in_the_source_app(tmp_path, monkeypatch):
+def test_run_app_opens_every_store_in_the_one_app(tmp_path, sample_db, monkeypatch):
     from memtui.tui import launch
 
     seen: dict[str, Any] = {}
 
-    def fake_run(self: SourceApp) -> None:
+    def fake_run(self: MemtuiApp) -> None:
         seen["kind"] = self.source.kind
         seen["read_only"] = self.source.read_only
 
-    monkeypatch.setattr(SourceApp, "run", fake_run)
+    monkeypatch.setattr(MemtuiApp, "run", fake_run)
     path = copy_fixture(TENANT, tmp_path)
     launch.run_app(path, now="50")
     assert seen == {"kind": "tenant-evidence", "read_only": True}
     launch.run_app(path, now="50", allow_writes=True)
     assert seen["read_only"] is False
+    launch.run_app(sample_db, clock=fixed_clock)
+    assert seen == {"kind": "memtui", "read_only": False}
 
 
-# ---------------------------------------------------------------- layout, keys, live, embedder
+def _two_collections(path: Path) -> Path:
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(path))
+    for name, size in (("alpha", 4), ("beta", 8)):
+        client.create_collection(
+            name, vectors_config=models.VectorParams(size=size, distance=models.Distance.COSINE)
+        )
+    client.upsert(
+        "beta",
+        [
+            models.PointStruct(id=n, vector=[float(n + 1)] * 8, payload={"text": f"beta {n}"})
+            for n in range(3)
+        ],
+    )
+    client.close()
+    return path
 
 
-def _content_header_visible(app: SourceApp) -> bool:
-    table = app.query_one("#source-records", DataTable)
-    labels = [str(column.label) for column in table.columns.values()]
-    if "content" not in labels:
-        return False
-    widths = [column.get_render_width(table) for column in table.columns.values()]
-    right = sum(widths[: labels.index("content") + 1])
-    return right <= table.scrollable_content_region.width
+async def test_collection_picker_lists_points_and_dims_and_returns_the_choice(tmp_path):
+    from memtui.sources import CollectionChoiceError
+
+    path = _two_collections(tmp_path / "qdrant")
+    with pytest.raises(CollectionChoiceError) as several:
+        open_source(path)
+    picker = CollectionPicker(several.value.where, several.value.collections)
+    async with picker.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        text = screen_text(picker)
+        assert "holds 2 Qdrant collections" in text
+        rows = {
+            parts[0]: parts
+            for parts in (line.split() for line in text.splitlines())
+            if parts and parts[0] in ("alpha", "beta")
+        }
+        assert rows["alpha"][1:4] == ["0", "4", "Cosine"]
+        assert rows["beta"][1:4] == ["3", "8", "Cosine"]
+        await pilot.press("down", "enter")
+        await pilot.pause()
+    assert picker.return_value == "beta"
 
 
-@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
-async def test_browse_table_fits_the_width(size, tmp_path):
-    source = open_source(copy_fixture(LANGGRAPH_VECTORS, tmp_path), now=LG_NOW)
-    try:
-        app = app_for_source(source, poll_interval=None)
-        async with app.run_test(size=size) as pilot:
-            await settle(pilot)
-            assert _content_header_visible(app)
-            table = app.query_one("#source-records", DataTable)
-            assert table.virtual_size.width <= table.scrollable_content_region.width
-            # The start of a record's content is on screen.
-            assert "the vault code word" in screen_text(app) or "dark mode" in screen_text(app)
-            await pilot.resize_terminal(80, 24)
-            await settle(pilot)
-            assert _content_header_visible(app)
-    finally:
-        source.close()
+def test_run_app_asks_which_collection_then_opens_it(tmp_path, monkeypatch):
+    from memtui.tui import launch
 
-
-async def test_tab_keys_work_from_a_focused_table_and_focus_the_tab(tmp_path):
-    source = open_source(copy_fixture(TENANT, tmp_path), now=50)
-    try:
-        app = app_for_source(source, poll_interval=None)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await settle(pilot)
-            tabs = app.query_one("#tabs")
-            records = app.query_one("#source-records", DataTable)
-            records.focus()
-            await pilot.press("4")
-            await settle(pilot)
-            assert tabs.active == "audit"
-            assert app.focused is app.query_one("#source-audit", DataTable)
-            await pilot.press("1")
-            await settle(pilot)
-            assert tabs.active == "browse"
-            assert app.focused is records
-            await pilot.press("2")
-            await settle(pilot)
-            assert tabs.active == "search"
-            query = app.query_one("#source-query", Input)
-            assert app.focused is query
-            # In the query box digits and "/" type.
-            await pilot.press("3", "slash", "q")
-            await settle(pilot)
-            assert tabs.active == "search"
-            assert query.value == "3/q"
-            app.query_one("#source-results", DataTable).focus()
-            await pilot.press("1")
-            await settle(pilot)
-            assert tabs.active == "browse"
-            await pilot.press("slash")
-            await settle(pilot)
-            assert tabs.active == "search" and app.focused is query
-    finally:
-        source.close()
-
-
-async def test_help_lists_every_key_and_the_footer_shows_them(tmp_path):
-    from memtui.tui.source_app import SourceHelpScreen
-
-    source = open_source(copy_fixture(TENANT, tmp_path), now=50)
-    try:
-        app = app_for_source(source, poll_interval=None)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await settle(pilot)
-            footer = screen_text(app).splitlines()[-1]
-            assert "? Help" in footer and "q Quit" in footer
-            await pilot.press("question_mark")
-            await settle(pilot)
-            assert isinstance(app.screen, SourceHelpScreen)
-            text = screen_text(app)
-            for binding in SourceApp.BINDINGS:
-                assert binding.description in text  # type: ignore[union-attr]
-            for key in ("1", "2", "3", "4", "/", "?", "f", "h", "n", "v", "q"):
-                assert f"\n{key} " in "\n" + "\n".join(
-                    line.strip(" │┃█▌▐") for line in text.splitlines()
-                ), key
-            await pilot.press("escape")
-            await settle(pilot)
-            assert not isinstance(app.screen, SourceHelpScreen)
-    finally:
-        source.close()
+    path = _two_collections(tmp_path / "qdrant")
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(CollectionPicker, "run", lambda self: "beta")
+    monkeypatch.setattr(MemtuiApp, "run", lambda self: seen.update(label=self.source.label))
+    launch.run_app(path)
+    assert "beta" in seen["label"]
+    # Quitting the picker opens nothing.
+    seen.clear()
+    monkeypatch.setattr(CollectionPicker, "run", lambda self: None)
+    launch.run_app(path)
+    assert seen == {}
 
 
 async def test_live_change_refreshes_counts_and_keeps_the_highlighted_record(tmp_path):
@@ -283,34 +266,34 @@ async def test_live_change_refreshes_counts_and_keeps_the_highlighted_record(tmp
         app = app_for_source(source, poll_interval=None)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
-            table = app.query_one("#source-records", DataTable)
-            before = table.row_count
-            table.move_cursor(row=2)
+            table = app.query_one(RecordTable)
+            tier = table.scope.tier if table.scope else None
+            before = len(table.records)
+            table.move_cursor(row=1)
             await settle(pilot)
             kept = app.current_record_id()
             assert kept is not None
-            app.poll_changes()
+            app._poll()
             await settle(pilot)
-            assert "live: changed" not in screen_text(app)
+            assert app.external_changes == 0
             with sqlite3.connect(path) as db:
-                row = db.execute("SELECT * FROM store LIMIT 1").fetchone()
-                cols = [d[0] for d in db.execute("SELECT * FROM store LIMIT 1").description]
-                values = dict(zip(cols, row, strict=True))
-                values["prefix"] = "aaa-new"
-                values["key"] = "fresh"
-                values["expires_at"] = None
-                values["ttl_minutes"] = None
+                cursor = db.execute("SELECT * FROM store LIMIT 1")
+                cols = [d[0] for d in cursor.description]
+                values = dict(zip(cols, cursor.fetchone(), strict=True))
+                values.update(
+                    prefix="memories.aaa-new", key="fresh", expires_at=None, ttl_minutes=None
+                )
                 marks = ",".join("?" for _ in cols)
                 db.execute(
                     f"INSERT INTO store ({','.join(cols)}) VALUES ({marks})", list(values.values())
                 )
-            app.poll_changes()
+            app._poll()
             await settle(pilot)
-            assert table.row_count == before + 1
+            assert app.external_changes == 1
+            assert "new since open" in screen_text(app)
+            assert len(table.records) == before + 1
+            assert table.scope is not None and table.scope.tier == tier
             assert app.current_record_id() == kept
-            text = screen_text(app)
-            assert "live: changed" in text
-            assert f"all ({before + 1})" in text
     finally:
         source.close()
 
@@ -321,30 +304,26 @@ async def test_embedder_runs_the_vector_lane_on_foreign_vectors(tmp_path):
         app = app_for_source(source, embedder=HashEmbedder(8), poll_interval=None)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
-            await pilot.press("slash")
-            app.query_one("#source-query", Input).value = "paris trip"
-            await pilot.press("enter")
-            await settle(pilot)
-            response = app.response
+            pane = await run_query(pilot, "paris trip")
+            response = pane.response
             assert response is not None and response.results
             assert not (response.trace.get("fallback") or response.trace.get("vector_fallback"))
             assert any(r.vector_score for r in response.results)
-            assert "fallback" not in app.query_one("#source-index").render().plain  # type: ignore[union-attr]
     finally:
         source.close()
 
 
-def test_cli_open_passes_the_embedder_to_the_source_app(tmp_path, monkeypatch):
+def test_cli_open_passes_the_embedder_to_the_app(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from memtui.cli import main
 
     seen: dict[str, Any] = {}
 
-    def fake_run(self: SourceApp) -> None:
+    def fake_run(self: MemtuiApp) -> None:
         seen["embedder"] = self.embedder
 
-    monkeypatch.setattr(SourceApp, "run", fake_run)
+    monkeypatch.setattr(MemtuiApp, "run", fake_run)
     path = copy_fixture(LANGGRAPH_VECTORS, tmp_path)
     result = CliRunner().invoke(main, ["open", str(path), "--embedder", "hash-8"])
     assert result.exit_code == 0, result.output

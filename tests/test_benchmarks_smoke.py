@@ -59,6 +59,13 @@ def test_the_harness_prints_every_row_and_reuses_its_database(tmp_path):
     saved = json.loads((tmp_path / "results-1500-seed20261130.json").read_text())
     assert [row["key"] for row in saved["rows"]] == [key for key, _ in ROWS]
     assert all(row["ours"] for row in saved["rows"])
+    # App start: fresh processes of memtui's app and of a minimal Textual app, each to
+    # its first screen (one run each at --repeats 1); present and positive, never timed.
+    start = next(row for row in saved["rows"] if row["key"] == "app_start")
+    assert not start["extra"]["errors"], start["extra"]["errors"]
+    assert len(start["ours"]) == len(start["base"]) == 1
+    assert all(ms > 0 for ms in start["ours"] + start["base"])
+    assert start["extra"]["screen"]["tiers"] > 0 and start["extra"]["screen"]["rows"] > 0
     assert list(tmp_path.glob("*.db")) == [tmp_path / "bench-1500-seed20261130-v1.db"]
 
     again = _run(tmp_path, "--skip-forget")

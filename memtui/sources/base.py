@@ -25,6 +25,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -294,6 +295,23 @@ class MemorySource(ABC):
     def can(self, capability: str) -> bool:
         return capability in self.capabilities
 
+    @property
+    def facet_keys(self) -> tuple[str, ...]:
+        """The scope keys the scope tree and the search filters offer, coarsest first."""
+        return self.scope_keys
+
+    def now(self) -> datetime:
+        """The source's clock (UTC): expiry is judged against it."""
+        return datetime.now(UTC)
+
+    def scope_values(self, key: str) -> list[str]:
+        """Every value ``key`` takes in the store (hidden records included), sorted."""
+        self.check_filters({key: None})
+        values: set[str] = set()
+        for facet in self.facets(include_hidden=True):
+            values.update(str(v) for v in facet.scopes.get(key, {}))
+        return sorted(values)
+
     def summary(self) -> SourceSummary:
         """Counts (records, hidden, erasure gaps...) and notes for a header line."""
         total = sum(f.count for f in self.facets(include_hidden=True))
@@ -306,6 +324,10 @@ class MemorySource(ABC):
             counts={"records": total, "live": live},
             notes=[self.expiry_rule],
         )
+
+    def header_notes(self) -> list[str]:
+        """Short lines for the app's banner: the expiry rule, erasure gaps, a live agent..."""
+        return list(self.summary().notes)
 
     # -- reading
 
@@ -434,6 +456,36 @@ class MemorySource(ABC):
 
     def refute(self, record_id: str, *, reason: str, operator: str | None = None) -> int:
         self._require_capability("refute", "refute")
+        raise NotImplementedError
+
+    def blast_radius(self, *, engagement: str) -> dict[str, dict[str, int]]:
+        """What ``forget_scope`` would remove: record counts per tier and type."""
+        raise SourceError(f"forget-scope is not supported by {self.kind_label} sources")
+
+    def forget_scope(self, *, engagement: str, reason: str, operator: str | None = None) -> int:
+        """Forget every record of one engagement in one audited transaction."""
+        self._require_capability("forget_scope", "forget-scope")
+        raise NotImplementedError
+
+    # -- lanes (structured retrieval; sources with the ``lanes`` capability)
+
+    def _require_lanes(self) -> None:
+        if "lanes" not in self.capabilities:
+            raise SourceError(
+                f"lanes (priors, tactics, host history) need a memtui database: "
+                f"this is a {self.kind_label}"
+            )
+
+    def lane_choices(self) -> tuple[list[str], dict[str, int], list[str]]:
+        """Profiles, live tactics per profile, and engagements the lanes can be asked about."""
+        self._require_lanes()
+        raise NotImplementedError
+
+    def lanes(
+        self, profile: str | None, engagement: str | None, *, min_denominator: int
+    ) -> dict[str, Any]:
+        """The four lanes: ``priors``, ``tactics``, ``negative`` (for a profile), ``history``."""
+        self._require_lanes()
         raise NotImplementedError
 
     def reveal(

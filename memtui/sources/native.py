@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memtui.core.embed import Embedder
+from memtui.core.lanes import host_history, learned_tactics, negative_evidence, profile_priors
 from memtui.core.records import TIERS, MemoryRecord
 from memtui.core.search import SearchResponse, explain_keyword, hybrid_search
 from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
@@ -95,6 +97,20 @@ class NativeSource(MemorySource):
                 raise unknown_filter_error(key, FILTER_ALLOWLIST)
         return out
 
+    @property
+    def facet_keys(self) -> tuple[str, ...]:
+        return FACET_KEYS
+
+    def now(self) -> datetime:
+        return self.store.now()
+
+    def scope_values(self, key: str) -> list[str]:
+        if key == "profile_hash":
+            return self.store.profiles()
+        if key == "engagement":
+            return self.store.engagements()
+        return super().scope_values(key)
+
     def summary(self):  # type: ignore[override]
         base = super().summary()
         counts = dict(base.counts)
@@ -111,6 +127,14 @@ class NativeSource(MemorySource):
             counts=counts,
             notes=notes,
         )
+
+    def header_notes(self) -> list[str]:
+        """The expiry rule and the recorded embedder: no counting (the tree counts)."""
+        notes = ["expiry: live while expires_at > now"]
+        recorded = self.store.recorded_embedder()
+        if recorded:
+            notes.append(f"vectors: {recorded['name']}, {recorded['dim']} dims")
+        return notes
 
     # -- records
 
@@ -336,7 +360,10 @@ class NativeSource(MemorySource):
             raise SourceError(f"no record with id {record_id}")
         return {
             "records": [record.id],
-            "rule": "the row, its full-text index entries and its vector; free pages purged",
+            "rule": (
+                "The record, its full-text index entries and its vector are erased, and the "
+                "database file is checkpointed so no copy of it remains."
+            ),
         }
 
     def forget_scope(self, *, engagement: str, reason: str, operator: str | None = None) -> int:
@@ -346,6 +373,24 @@ class NativeSource(MemorySource):
 
     def blast_radius(self, *, engagement: str) -> dict[str, dict[str, int]]:
         return self.store.blast_radius(engagement=engagement)
+
+    def lane_choices(self) -> tuple[list[str], dict[str, int], list[str]]:
+        store = self.store
+        tactics = store.scope_counts("longterm").get("profile_hash", {})
+        return store.profiles(), tactics, store.engagements()
+
+    def lanes(
+        self, profile: str | None, engagement: str | None, *, min_denominator: int
+    ) -> dict[str, Any]:
+        store = self.store
+        data: dict[str, Any] = {"profile": profile, "engagement": engagement}
+        if profile:
+            data["priors"] = profile_priors(store, profile)
+            data["tactics"] = learned_tactics(store, profile)
+            data["negative"] = negative_evidence(store, profile, min_denominator)
+        if engagement:
+            data["history"] = host_history(store, engagement)
+        return data
 
     def refute(self, record_id: str, *, reason: str, operator: str | None = None) -> int:
         self._require_capability("refute", "refute")

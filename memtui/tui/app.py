@@ -1,4 +1,9 @@
-"""The memtui app: four tabs over one store, and the confirm-gated actions that change it."""
+"""The memtui app: four tabs over one memory source, and the confirm-gated actions on it.
+
+Every store memtui opens (its own database or another agent's) comes in as a
+``MemorySource``; the app reads and changes it only through that interface, and
+offers each action the source can do (``offers``).
+"""
 
 from __future__ import annotations
 
@@ -20,16 +25,16 @@ from textual.containers import Horizontal
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
-from memtui.core.records import MemoryRecord
 from memtui.core.secrets import secret_paths
-from memtui.core.store import MemoryStore, MemoryStoreError
-from memtui.render import escape_controls
+from memtui.core.store import MemoryStoreError
+from memtui.render import escape_controls, safe_text
+from memtui.sources.base import ForgetOutcome, MemorySource, SourceRecord
 from memtui.tui.audit_view import AuditPane
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.browse import BrowsePane
 from memtui.tui.commands import MemtuiCommands
 from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog, RevealDialog
-from memtui.tui.format import fit, now_label, plural
+from memtui.tui.format import fit, hidden_words, now_label, plural
 from memtui.tui.help import HelpScreen
 from memtui.tui.lanes_view import LanesPane
 from memtui.tui.search_view import SearchPane
@@ -58,10 +63,16 @@ READ_ONLY_REASON = (
     "This database is open read-only (--read-only), so nothing can be refuted or forgotten. "
     "Reopen it without --read-only to make changes."
 )
+CAPABILITY_OF = {
+    "forget": "forget",
+    "refute": "refute",
+    "forget-scope": "forget_scope",
+    "reveal": "reveal",
+}
 
 
 class MemtuiApp(ReportsWorkerErrors, App[None]):
-    """Browse, explain and correct one memory database."""
+    """Browse, explain and correct one memory source."""
 
     CSS_PATH = "app.tcss"
     TITLE = "memtui"
@@ -88,19 +99,21 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     def __init__(
         self,
-        store: MemoryStore,
+        source: MemorySource,
         *,
         operator: str | None = None,
         db_label: str | None = None,
+        embedder: Any = None,
         poll_interval: float | None = POLL_INTERVAL,
         busy_retries: int = BUSY_RETRIES,
         retry_delay: float = RETRY_DELAY,
         check_on_start: bool = True,
     ) -> None:
         super().__init__()
-        self.store = store
+        self.source = source
         self.operator = operator
-        self.db_label = db_label or (store.path.name if store.path else "in-memory")
+        self.embedder = embedder
+        self.db_label = db_label or _short_label(source)
         self.poll_interval = poll_interval
         self.busy_retries = busy_retries
         self.retry_delay = retry_delay
@@ -122,7 +135,18 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     @property
     def read_only(self) -> bool:
-        return self.store.read_only
+        return self.source.read_only
+
+    @property
+    def native(self) -> bool:
+        """A memtui database (``memtui check`` applies to its file)."""
+        return self.source.kind == "memtui"
+
+    def offers(self, capability: str) -> bool:
+        """Whether an action's key applies here at all: the source can do it, or could
+        when opened writable (pressing it then says why not)."""
+        source = self.source
+        return capability in source.capabilities or capability in source.write_capabilities
 
     # ------------------------------------------------------------ layout
 
@@ -136,8 +160,9 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             yield Static(fit(self.db_label, 60), id="db-label")
             yield Static(id="live")
             yield Static(Text("counting…", style="dim"), id="summary")
-            yield Static(Text(f"now {now_label(self.store.now())}"), id="clock")
+            yield Static(Text(f"now {now_label(self.source.now())}"), id="clock")
         yield Static(id="check-banner")
+        yield Static(id="source-banner")
         with TabbedContent(id="tabs", initial="browse"):
             for number, (tab, title) in enumerate(TABS, start=1):
                 with TabPane(f"{number} {title}", id=tab):
@@ -161,11 +186,43 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.set_interval(30, self._tick)
         if self.poll_interval:
             self.set_interval(self.poll_interval, self._poll)
-        if self.check_on_start and self.store.path is not None:
+        if self.check_on_start and self.native and self.source.path.is_file():
             self.call_after_refresh(self._run_check)
+        self._load_banner()
 
     def _tick(self) -> None:
-        self.query_one("#clock", Static).update(Text(f"now {now_label(self.store.now())}"))
+        self.query_one("#clock", Static).update(Text(f"now {now_label(self.source.now())}"))
+
+    # ------------------------------------------------------------ source banner
+
+    @work(thread=True, exclusive=True, group="banner", exit_on_error=False, name="Reading notes")
+    def _load_banner(self) -> None:
+        notes = self.source.header_notes()
+        interrupted = len(self.source.interrupted_forgets()) if self.source.can("audit") else 0
+        self.call_from_thread(self._show_banner, notes, interrupted)
+
+    def _show_banner(self, notes: list[str], interrupted: int) -> None:
+        """The source's kind and what an operator must know about it (its expiry rule,
+        erasure gaps, a live agent, interrupted forgets): one line, more when it matters."""
+        lines = [Text(self.source.kind_label, style="bold")]
+        if self.read_only and not self.native:
+            lines[0].append(" · read-only: forget needs --allow-writes", style="dim")
+        width = max(self.size.width - 4, 40)
+        for note in notes:
+            text = safe_text(note, limit=width)
+            if lines[-1].cell_len + 3 + text.cell_len <= width:
+                lines[-1].append(" · ", style="dim")
+                lines[-1].append_text(text)
+            else:
+                lines.append(text)
+        if interrupted and not any("interrupted" in note for note in notes):
+            lines.append(
+                Text(
+                    f"{plural(interrupted, 'interrupted forget')}: see the Audit tab",
+                    style="bold red",
+                )
+            )
+        self.query_one("#source-banner", Static).update(Text("\n").join(lines))
 
     @property
     def browse(self) -> BrowsePane:
@@ -195,7 +252,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         hidden = sum(h for _, h in tiers.values())
         out = Text(plural(live, "live record"))
         if hidden:
-            out.append(f" · {hidden} refuted/expired", style="dim")
+            words = hidden_words(self.source.hidden_state).replace(" and ", "/")
+            out.append(f" · {hidden} {words}", style="dim")
         self.query_one("#summary", Static).update(out)
         self.records_now = live + hidden
         if self.records_at_open is None:
@@ -232,12 +290,12 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     @work(thread=True, group="poll", exit_on_error=False, name="Watching for changes")
     def _read_version(self) -> None:
         try:
-            version = self.store.data_version()
-        except (sqlite3.Error, MemoryStoreError):
+            version = self.source.data_version()
+        except (sqlite3.Error, OSError, MemoryStoreError):
             version = None  # closing, or a transient error: look again next time
         self.call_from_thread(self._polled, version)
 
-    def _polled(self, version: int | None) -> None:
+    def _polled(self, version: Any) -> None:
         self._polling = False
         if version is None:
             return
@@ -259,6 +317,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.browse.reload()  # the header's counts come from its tree
         for tab in ("search", "lanes", "audit"):
             self.pane(tab).database_changed(shown=active == tab)
+        self._load_banner()
 
     def action_refresh(self) -> None:
         self.refresh_views()
@@ -268,8 +327,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     @work(thread=True, exclusive=True, group="check", exit_on_error=False, name="Checking")
     def _run_check(self) -> None:
-        assert self.store.path is not None
-        report = run_check(self.store.path, self._check_started)
+        report = run_check(self.source.path, self._check_started)
         self.call_from_thread(self._show_check, report)
 
     def _check_started(self, process: subprocess.Popen[str]) -> None:
@@ -316,7 +374,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             out.append(f"  … and {len(problems) - BANNER_PROBLEMS} more\n")
         out.append("  Run ")
         command = Text("memtui check ", style="bold")
-        command.append_text(fit(str(self.store.path), max(width - 40, 20)))
+        command.append_text(fit(str(self.source.path), max(width - 40, 20)))
         out.append_text(command)
         out.append(" for the full report (--json for scripts).")
         banner.update(out)
@@ -360,7 +418,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     # ------------------------------------------------------------ actions
 
-    def current_record_id(self) -> int | None:
+    def current_record_id(self) -> str | None:
         """The highlighted record of the active tab (Browse table or Search results)."""
         if self.active_tab == "browse":
             record = self.browse.table.current
@@ -369,11 +427,22 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             return self.search.results.current_id()
         return None
 
-    def refuse_if_read_only(self) -> bool:
-        if self.read_only:
-            self.notify(READ_ONLY_REASON, title="Read-only", severity="warning", timeout=8)
-            return True
-        return self.refuse_if_saving()
+    def refuse_unless_able(self, kind: str) -> bool:
+        """Refuse (with the reason) an action this source cannot do now; True if refused."""
+        capability = CAPABILITY_OF[kind]
+        if capability in self.source.capabilities:
+            return self.refuse_if_saving()
+        if self.read_only and capability in self.source.write_capabilities:
+            message = READ_ONLY_REASON if self.native else self.source.read_only_message()
+            self.notify(message, title="Read-only", severity="warning", timeout=8, markup=False)
+        else:
+            self.notify(
+                f"A {self.source.kind_label} cannot {VERBS[kind]} from memtui.",
+                title="Not supported",
+                severity="warning",
+                markup=False,
+            )
+        return True
 
     def refuse_if_saving(self) -> bool:
         """One change at a time: the next waits until the last one reached the database."""
@@ -387,60 +456,30 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         )
         return True
 
-    def _record_or_notice(self, record_id: int) -> MemoryRecord | None:
-        record = self.store.get(record_id)
-        if record is None:
-            self.notify(f"Record #{record_id} is no longer on file.", severity="warning")
-        return record
-
-    def request_refute(self, record_id: int | None = None) -> None:
+    def request_refute(self, record_id: str | None = None) -> None:
         record_id = self.current_record_id() if record_id is None else record_id
         if record_id is None:
             self.notify("Highlight a record in Browse or Search first.", severity="warning")
             return
-        if self.refuse_if_read_only():
+        if self.refuse_unless_able("refute"):
             return
-        record = self._record_or_notice(record_id)
-        if record is None:
-            return
-        if record.record_type != "tactic":
-            self.notify(
-                f"Only tactics can be refuted; #{record.id} is a "
-                f"{escape_controls(record.record_type)}. Forget it instead (f).",
-                title="Not a tactic",
-                severity="warning",
-                markup=False,
-            )
-            return
-        if record.refuted:
-            self.notify(f"Tactic #{record.id} is already refuted.", severity="warning")
-            return
-        self.push_screen(
-            ConfirmRecordAction("refute", record, reason=self._kept("refute", record.id)),
-            callback=lambda reason: self._confirmed("refute", record.id, reason),
-        )
+        self._prepare("refute", str(record_id))
 
-    def request_forget(self, record_id: int | None = None) -> None:
+    def request_forget(self, record_id: str | None = None) -> None:
         record_id = self.current_record_id() if record_id is None else record_id
         if record_id is None:
             self.notify("Highlight a record in Browse or Search first.", severity="warning")
             return
-        if self.refuse_if_read_only():
+        if self.refuse_unless_able("forget"):
             return
-        record = self._record_or_notice(record_id)
-        if record is None:
-            return
-        self.push_screen(
-            ConfirmRecordAction("forget", record, reason=self._kept("forget", record.id)),
-            callback=lambda reason: self._confirmed("forget", record.id, reason),
-        )
+        self._prepare("forget", str(record_id))
 
-    def request_reveal(self, record_id: int | None = None) -> None:
+    def request_reveal(self, record_id: str | None = None) -> None:
         record_id = self.current_record_id() if record_id is None else record_id
         if record_id is None:
             self.notify("Highlight a record in Browse first.", severity="warning")
             return
-        if self.read_only:
+        if self.read_only and "reveal" in self.source.write_capabilities:
             self.notify(
                 "This database is open read-only (--read-only), and every reveal writes an audit "
                 "event. Reopen it without --read-only to reveal a masked field.",
@@ -449,14 +488,71 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
                 timeout=8,
             )
             return
-        if self.refuse_if_saving():
+        if self.refuse_unless_able("reveal"):
             return
-        record = self._record_or_notice(record_id)
+        self._prepare("reveal", str(record_id))
+
+    @work(thread=True, exclusive=True, group="prepare", exit_on_error=False, name="Reading record")
+    def _prepare(self, kind: str, record_id: str) -> None:
+        """Read what the dialog shows (the record; a forget's rule) off the UI thread."""
+        record = self.source.get(record_id)
+        preview: dict[str, Any] = {}
+        if record is not None and kind == "forget":
+            preview = self.source.forget_preview(record_id)
+        self.call_from_thread(self._ask, kind, record_id, record, preview)
+
+    def _ask(
+        self, kind: str, record_id: str, record: SourceRecord | None, preview: dict[str, Any]
+    ) -> None:
         if record is None:
+            self.notify(
+                f"Record #{escape_controls(record_id)} is no longer on file.",
+                severity="warning",
+                markup=False,
+            )
+            return
+        if kind == "refute":
+            if record.record_type != "tactic":
+                self.notify(
+                    f"Only tactics can be refuted; #{escape_controls(record.id)} is a "
+                    f"{escape_controls(record.record_type)}. Forget it instead (f).",
+                    title="Not a tactic",
+                    severity="warning",
+                    markup=False,
+                )
+                return
+            if record.state == "refuted":
+                self.notify(
+                    f"Tactic #{escape_controls(record.id)} is already refuted.",
+                    severity="warning",
+                    markup=False,
+                )
+                return
+            self.push_screen(
+                ConfirmRecordAction("refute", record, reason=self._kept("refute", record.id)),
+                callback=lambda reason: self._confirmed("refute", record.id, reason),
+            )
+            return
+        if kind == "forget":
+            removes = [str(r) for r in preview.get("records", [record.id])]
+            self.push_screen(
+                ConfirmRecordAction(
+                    "forget",
+                    record,
+                    reason=self._kept("forget", record.id),
+                    rule=str(preview.get("rule") or ""),
+                    removes=len(removes),
+                ),
+                callback=lambda reason: self._confirmed("forget", record.id, reason),
+            )
             return
         fields = secret_paths(record.metadata)
         if not fields:
-            self.notify(f"Record #{record.id} has no masked field.", severity="warning")
+            self.notify(
+                f"Record #{escape_controls(record.id)} has no masked field.",
+                severity="warning",
+                markup=False,
+            )
             return
         dialog = RevealDialog(record, fields, reason=self._kept("reveal", record.id))
         self.push_screen(
@@ -464,17 +560,17 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             callback=lambda reason: self._confirmed_reveal(record.id, dialog.field, reason),
         )
 
-    def _confirmed_reveal(self, record_id: int, field: str, reason: str | None) -> None:
+    def _confirmed_reveal(self, record_id: str, field: str, reason: str | None) -> None:
         if reason is None:
             self.notify("Cancelled: nothing was revealed.", timeout=3)
             return
         self._start_change("reveal", (record_id, field), reason)
 
-    def _revealed(self, record_id: int, field: str, value: Any, event: int | None) -> None:
+    def _revealed(self, record_id: str, field: str, value: Any, event: int | None) -> None:
         self.browse.show_revealed(record_id, field, value)
         self.notify(
-            f"Revealed {escape_controls(field)} of record #{record_id} in the detail pane"
-            f" · audit event #{event}",
+            f"Revealed {escape_controls(field)} of record #{escape_controls(record_id)} in the "
+            f"detail pane · audit event #{event}",
             title="Revealed",
             timeout=8,
             markup=False,
@@ -482,13 +578,13 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.audit.reload()
 
     def request_forget_engagement(self, engagement: str) -> None:
-        if self.refuse_if_read_only():
+        if self.refuse_unless_able("forget-scope"):
             return
         self._blast_radius(engagement)
 
     @work(thread=True, exclusive=True, group="radius", exit_on_error=False, name="Blast radius")
     def _blast_radius(self, engagement: str) -> None:
-        radius = self.store.blast_radius(engagement=engagement)
+        radius = self.source.blast_radius(engagement=engagement)
         self.call_from_thread(self._show_forget_engagement, engagement, radius)
 
     def _show_forget_engagement(self, engagement: str, radius: dict[str, dict[str, int]]) -> None:
@@ -596,53 +692,57 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
                 self.call_from_thread(self._busy, attempt + 1, total, delay)
                 time.sleep(delay)
                 continue
+            # Our own change is not the agent's: the next poll must not call it "live".
+            self.call_from_thread(self._own_change_seen)
             self.call_from_thread(self._mutated, kind, target, *outcome)
             return
 
+    def _own_change_seen(self) -> None:
+        if not self.native:
+            self.seen_version = None  # a foreign store's version: re-read on the next look
+
     def _apply(self, kind: str, target: Any, reason: str) -> tuple[Any, ...]:
-        store = self.store
+        source = self.source
         if kind == "refute":
-            store.refute(int(target), reason=reason, operator=self.operator)
-            event = _event_of(store, "refute", [int(target)])
-            return event, f"Refuted tactic #{target}", 0, None
+            event = source.refute(str(target), reason=reason, operator=self.operator)
+            return event, f"Refuted tactic #{escape_controls(str(target))}", 0, None
         if kind == "forget":
-            record = store.get(int(target))
-            verified = store.forget(int(target), reason=reason, operator=self.operator)
-            event = _event_of(store, "forget", [int(target)])
-            what = f"{record.tier} {record.record_type} #{target}" if record else f"#{target}"
-            state = "erasure verified" if verified else "erasure NOT verified (see the audit log)"
-            return event, f"Forgot {escape_controls(what)}: {state}", 1, None
+            record = source.get(str(target))
+            outcome = source.forget(str(target), reason=reason, operator=self.operator)
+            return outcome.event_id, _forget_message(record, outcome), len(outcome.removed), None
         if kind == "forget-scope":
-            count = store.forget_scope(
+            count = source.forget_scope(
                 engagement=str(target), reason=reason, operator=self.operator
             )
-            event = _event_of(store, "forget-scope", None)
+            event = _event_of(source, "forget-scope", None)
             message = (
                 f"Forgot {plural(count, 'record')} of engagement {escape_controls(str(target))}"
             )
             return event, message, count, None
         if kind == "reveal":
             record_id, field = target
-            value = store.reveal(record_id, field, reason=reason, operator=self.operator)
-            event = _event_of(store, "reveal", [record_id])
+            value = source.reveal(record_id, field, reason=reason, operator=self.operator)
+            event = _event_of(source, "reveal", [record_id])
             return event, "", 0, value
         raise ValueError(f"unknown action {kind}")  # pragma: no cover - a programming error
 
     def _already_done(self, kind: str, target: Any) -> bool:
+        source = self.source
         if kind == "forget":
-            return self.store.get(int(target)) is None
+            return source.get(str(target)) is None
         if kind == "refute":
-            record = self.store.get(int(target))
-            return record is None or record.refuted
+            record = source.get(str(target))
+            return record is None or record.state == "refuted"
         if kind == "forget-scope":
-            return not self.store.blast_radius(engagement=str(target))
+            return not source.blast_radius(engagement=str(target))
         return False  # a reveal is one transaction: a busy try changed nothing
 
     def _done_outcome(self, kind: str, target: Any) -> tuple[Any, ...]:
         action = {"forget": "forget", "refute": "refute", "forget-scope": "forget-scope"}[kind]
-        ids = None if kind == "forget-scope" else [int(target)]
-        event = _event_of(self.store, action, ids)
-        what = f"#{target}" if kind != "forget-scope" else escape_controls(str(target))
+        ids = None if kind == "forget-scope" else [str(target)]
+        event = _event_of(self.source, action, ids)
+        what = escape_controls(str(target))
+        what = what if kind == "forget-scope" else f"#{what}"
         return event, f"Done ({action} {what}); see the audit log", 0, None
 
     def _gave_up(self, kind: str, target: Any, reason: str, tries: int) -> None:
@@ -651,7 +751,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         what = (
             f"engagement {escape_controls(str(record))}"
             if kind == "forget-scope"
-            else f"record #{record}"
+            else f"record #{escape_controls(str(record))}"
         )
         self.notify(
             f"The database stayed busy: another process held it through {tries} tries, so "
@@ -675,6 +775,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.notify(
             f"{message} · audit event #{event}",
             title="Done",
+            severity="error" if "NOT verified" in message else "information",
             timeout=8,
             markup=False,
         )
@@ -739,40 +840,67 @@ def _is_busy_text(message: str) -> bool:
     return "busy" in text or "locked" in text
 
 
-def _event_of(store: MemoryStore, action: str, record_ids: list[int] | None) -> int | None:
-    """The id of the audit event a forget just wrote.
+def _short_label(source: MemorySource) -> str:
+    """The store's name for the header: the file or folder (and collection); the kind
+    of store is on the banner line below."""
+    if source.kind == "memtui":
+        return source.path.name
+    label = source.label
+    suffix = f" ({source.kind_label})"
+    return label[: -len(suffix)] if label.endswith(suffix) else label
 
-    ``store.last_event_id`` names the *last* event, which is an "erasure-incomplete"
-    follow-up when the checkpoint could not finish; the notification must name the
-    forget itself.
-    """
-    for event in store.audit_events(limit=3):
-        if event["action"] == action and (record_ids is None or event["record_ids"] == record_ids):
+
+def _event_of(source: MemorySource, action: str, record_ids: list[str] | None) -> int | None:
+    """The id of the audit event a change just wrote (the newest of its action)."""
+    events = source.audit_events(limit=5)
+    for event in events:
+        ids = [str(i) for i in event.get("record_ids") or []]
+        if event["action"] == action and (record_ids is None or ids == record_ids):
             return event["id"]
-    return store.last_event_id
+    return events[0]["id"] if events else None
+
+
+def _forget_message(record: SourceRecord | None, outcome: ForgetOutcome) -> str:
+    what = f"{record.tier} {record.record_type} #{record.id}" if record else f"#{outcome.record_id}"
+    state = (
+        "erasure verified"
+        if outcome.verified
+        else "erasure NOT verified (see the audit log)"
+        + (f": {outcome.problem}" if outcome.problem else "")
+    )
+    more = len(outcome.removed) - 1
+    extra = f" and {plural(more, 'related record')}" if more > 0 else ""
+    return f"Forgot {escape_controls(what)}{extra}: {escape_controls(state)}"
 
 
 def make_app(
-    store: MemoryStore,
+    source: Any,
     *,
     operator: str | None = None,
     db_label: str | None = None,
+    embedder: Any = None,
     poll_interval: float | None = POLL_INTERVAL,
     busy_retries: int = BUSY_RETRIES,
     retry_delay: float = RETRY_DELAY,
     check_on_start: bool = True,
 ) -> MemtuiApp:
-    """The app on an open store: shared by ``run_app`` and the tests.
+    """The app on an open ``MemorySource`` (an open ``MemoryStore`` is wrapped in ``NativeSource``).
 
+    ``embedder``: the query embedder for the vector lane on a store's own vectors.
     ``poll_interval``: seconds between looks for another process's writes (None: never).
     ``busy_retries`` / ``retry_delay``: how a change waits out a busy database (each
     try also waits the store's own ``busy_timeout_ms``). ``check_on_start``: run
-    ``memtui check`` on the file in the background and show a banner if it fails.
+    ``memtui check`` on a memtui database in the background and show a banner if it fails.
     """
+    if not isinstance(source, MemorySource):
+        from memtui.sources.native import NativeSource
+
+        source = NativeSource(source)
     return MemtuiApp(
-        store,
+        source,
         operator=operator,
         db_label=db_label,
+        embedder=embedder,
         poll_interval=poll_interval,
         busy_retries=busy_retries,
         retry_delay=retry_delay,

@@ -1,4 +1,11 @@
-"""The Audit tab: the audit log newest first, and whether its hash chain holds."""
+"""The Audit tab: the audit log newest first, and whether its hash chain holds.
+
+Everything comes from the source (``audit_events``, ``verify_audit``, ``audit_head``,
+``interrupted_forgets``). A memtui database's events name whole-number record ids; a
+foreign store's events (memtui's audit database beside it) name string ids, and a
+forget there is two events: an intent and its outcome. An intent without an outcome
+carries ``status == "interrupted"``: the tab counts those on a line of their own and
+marks each one in the table and the detail."""
 
 from __future__ import annotations
 
@@ -37,6 +44,14 @@ ACTION_STYLES = {
     "agent-refute": "yellow",
     "ingest": "green",
     "reindex": "cyan",
+    "forget-intent": "red",
+    "forget-failed": "yellow",
+}
+STATUS_STYLES = {"interrupted": "bold red", "completed": "green"}
+STATUS_NOTES = {
+    "interrupted": "INTERRUPTED: an intent with no outcome; check whether the record is "
+    "gone and forget it again",
+    "completed": "completed: its outcome event follows it",
 }
 
 
@@ -50,49 +65,89 @@ def chain_status(broken: str | None, count: int) -> Text:
     return out
 
 
-def _action_cell(action: str) -> Text:
-    cell = one_line(action, 20)
-    cell.stylize(ACTION_STYLES.get(action, ""))
-    return cell
+def interrupted_status(count: int) -> Text:
+    """The line that counts forgets stopped half way (empty when there are none)."""
+    if not count:
+        return Text()
+    out = Text(f"{count} interrupted forget(s)", style="bold red")
+    out.append(
+        ": an intent in the audit log has no outcome; check those records and forget them again",
+        style="red",
+    )
+    return out
 
 
-def _ids(ids: list[int]) -> str:
+def _action_cell(action: Any) -> Text:
+    text = "" if action is None else str(action)
+    out = one_line(text, 20)
+    out.stylize(ACTION_STYLES.get(text, ""))
+    return out
+
+
+def _status_cell(status: Any) -> Text:
+    text = "" if status is None else str(status)
+    return cell(text, 20, style=STATUS_STYLES.get(text, ""))
+
+
+def _ids(ids: list[Any] | None) -> Text:
+    ids = list(ids or [])
     if len(ids) <= 2:
-        return ", ".join(str(i) for i in ids)
-    return f"{len(ids)} records"
+        return cell(", ".join(str(i) for i in ids), 200)
+    return cell(f"{len(ids)} records", 40)
 
 
 def event_detail(event: dict[str, Any]) -> Text:
+    """One event in full, whichever shape: missing fields show as a dash."""
     out = Text()
-    out.append(f"audit event #{event['id']}", style="bold")
+    header = one_line(f"audit event #{event.get('id')}", 60)
+    header.stylize("bold")
+    out.append_text(header)
     out.append("  ")
-    out.append_text(one_line(event["action"], 40))
+    out.append_text(one_line(event.get("action") or DASH, 40))
+    status = event.get("status")
+    if status:
+        out.append("  ")
+        badge = one_line(str(status).upper(), 20)
+        badge.stylize(STATUS_STYLES.get(str(status), ""))
+        out.append_text(badge)
     out.append("\n")
+    record_ids = event.get("record_ids") or []
     rows: list[tuple[str, Any]] = [
-        ("at", long_time(event["at"])),
-        ("operator", event["operator"]),
-        ("records", ", ".join(str(i) for i in event["record_ids"]) or DASH),
-        ("tier", event["tier"]),
-        ("type", event["record_type"]),
-        ("signature", event["signature"]),
-        ("reason", event["reason"]),
+        ("at", long_time(event.get("at"))),
+        ("operator", event.get("operator")),
+        ("records", ", ".join(str(i) for i in record_ids) or DASH),
+        ("tier", event.get("tier")),
+        ("type", event.get("record_type")),
+        ("signature", event.get("signature")),
+        ("reason", event.get("reason")),
     ]
+    if status:
+        rows.insert(0, ("status", STATUS_NOTES.get(str(status), status)))
+    details = event.get("details")
+    if isinstance(details, dict) and details.get("intent_event") is not None:
+        # A foreign store's forget outcome names the intent written before the change.
+        rows.insert(0, ("intent", f"event #{details['intent_event']}"))
     for label, value in rows:
         out.append(f"  {label:<10} ", style="dim")
         out.append_text(
-            capped(value if value not in (None, "") else DASH, DETAIL_VALUE_CHARS, keep_lines=False)
+            capped(
+                value if value not in (None, "") else DASH,
+                DETAIL_VALUE_CHARS,
+                keep_lines=False,
+                style=STATUS_STYLES.get(str(status), "") if label == "status" else "",
+            )
         )
         out.append("\n")
     out.append("  details\n", style="dim")
-    details = json.dumps(event["details"], indent=2, ensure_ascii=False)
+    dumped = json.dumps(details, indent=2, ensure_ascii=False, default=str)
     out.append_text(
-        capped("\n".join("    " + line for line in details.splitlines()), DETAIL_VALUE_CHARS)
+        capped("\n".join("    " + line for line in dumped.splitlines()), DETAIL_VALUE_CHARS)
     )
     out.append("\n")
     out.append("  hash       ", style="dim")
-    out.append(str(event["hash"]))
+    out.append_text(one_line(event.get("hash") or DASH, 200))
     out.append("\n  prev hash  ", style="dim")
-    out.append(str(event["prev_hash"]))
+    out.append_text(one_line(event.get("prev_hash") or DASH, 200))
     return out
 
 
@@ -105,6 +160,11 @@ AUDIT_COLUMNS: tuple[Column, ...] = (
     Column("tier", "tier", 9, 1),
     Column("type", "type", 10, 2),
 )
+# Shown after ``action`` only when some event carries a status (a foreign store's forget
+# intents): a memtui database's log keeps its columns.
+STATUS_COLUMN = Column("status", "status", 11)
+# A foreign store's record ids are strings (``lg:namespace/key``): a wider records column.
+WIDE_RECORDS = Column("records", "records", 28, 4)
 MIN_REASON_WIDTH = 20
 
 
@@ -126,9 +186,23 @@ class AuditPane(Pane):
         self.broken: str | None = None
         self.verified = False
         self.head: dict[str, Any] | None = None
+        self.interrupted: list[dict[str, Any]] = []
+
+    @property
+    def available(self) -> bool:
+        """Whether the source keeps an audit log at all."""
+        return self.source.can("audit")
 
     def compose(self) -> ComposeResult:
+        if not self.available:
+            yield Static(Text("no audit log for this source", style="dim"), id="chain-status")
+            return
         yield Static(Text("checking the chain…", style="dim"), id="chain-status")
+        interrupted = Static(id="audit-interrupted")
+        interrupted.styles.height = "auto"
+        interrupted.styles.padding = (0, 1)
+        interrupted.display = False
+        yield interrupted
         table = AuditTable(id="audit-table", cursor_type="row")
         table.border_title = "audit log (newest first)"
         yield table
@@ -145,12 +219,18 @@ class AuditPane(Pane):
             self._fill_table()
 
     def focus_main(self) -> None:
-        self.query_one(AuditTable).focus()
+        if self.available:
+            self.query_one(AuditTable).focus()
 
     def action_verify(self) -> None:
+        if not self.available:
+            self.notify("no audit log for this source", timeout=4)
+            return
         self.reload(announce=True)
 
     def reload(self, announce: bool = False) -> None:
+        if not self.available:  # nothing to read: the tab says so, no worker
+            return
         if announce or not self.verified:
             status = self.query_one("#chain-status", Static)
             status.update(Text("checking the chain…", style="dim"))
@@ -158,21 +238,22 @@ class AuditPane(Pane):
 
     @work(thread=True, exclusive=True, group="audit", exit_on_error=False, name="Reading audit log")
     def _load(self, announce: bool) -> None:
-        store = self.store
-        head = store.audit_head()
+        source = self.source
+        head = source.audit_head()
         if not announce and self.verified and head == self.head:
             # Nothing was audited since the last look (an agent's routine writes are
             # not): skip re-reading and re-hashing the log. ``v`` always re-checks.
             return
-        events = store.audit_events(limit=AUDIT_PAGE)
-        broken = store.verify_audit()
-        total = store.audit_head()
+        events = source.audit_events(limit=AUDIT_PAGE)
+        broken = source.verify_audit()
+        interrupted = source.interrupted_forgets()
+        total = source.audit_head()
         if get_current_worker().is_cancelled:
             return
-        self.app.call_from_thread(self._apply, events, broken, total, announce)
+        self.app.call_from_thread(self._apply, events, broken, total, announce, interrupted)
 
     def _count(self) -> int:
-        return self.head["id"] if self.head else 0
+        return int(self.head["id"]) if self.head else 0
 
     def _apply(
         self,
@@ -180,13 +261,18 @@ class AuditPane(Pane):
         broken: str | None,
         head: dict[str, Any] | None,
         announce: bool,
+        interrupted: list[dict[str, Any]] | None = None,
     ) -> None:
         self.events = events
         self.broken = broken
         self.verified = True
         self.head = head
+        self.interrupted = list(interrupted or [])
         count = self._count()
         self.query_one("#chain-status", Static).update(chain_status(broken, count))
+        note = self.query_one("#audit-interrupted", Static)
+        note.update(interrupted_status(len(self.interrupted)))
+        note.display = bool(self.interrupted)
         table = self.query_one(AuditTable)
         self._fill_table()
         table.border_subtitle = (
@@ -203,27 +289,40 @@ class AuditPane(Pane):
                     markup=False,
                 )
 
+    def _columns(self) -> tuple[Column, ...]:
+        """The native columns; a status column and wider records for a foreign store's log."""
+        columns = list(AUDIT_COLUMNS)
+        if any(not str(i).isdigit() for e in self.events for i in e.get("record_ids") or []):
+            columns = [WIDE_RECORDS if c.key == "records" else c for c in columns]
+        if any(event.get("status") for event in self.events):
+            at = [c.key for c in columns].index("action") + 1
+            columns.insert(at, STATUS_COLUMN)
+        return tuple(columns)
+
     def _fill_table(self) -> None:
         table = self.query_one(AuditTable)
         row = table.cursor_row
         width = table.scrollable_content_region.width or table.size.width or 80
-        columns, reason_width = layout_columns(AUDIT_COLUMNS, width, MIN_REASON_WIDTH)
+        columns, reason_width = layout_columns(self._columns(), width, MIN_REASON_WIDTH)
         table.clear(columns=True)
         for column in columns:
             table.add_column(column.label, width=column.width, key=column.key)
         table.add_column("reason", width=reason_width, key="reason")
         for event in self.events:
             cells = {
-                "id": Text(str(event["id"]), justify="right"),
-                "at": Text(short_time(event["at"])),
-                "operator": cell(event["operator"], 30),
-                "action": _action_cell(event["action"]),
-                "records": Text(_ids(event["record_ids"])),
-                "tier": cell(event["tier"] or "", 12),
-                "type": cell(event["record_type"] or "", 20),
-                "reason": cell(event["reason"] or "", 200),
+                "id": Text(str(event.get("id")), justify="right"),
+                "at": cell(short_time(event.get("at")), 30),
+                "operator": cell(event.get("operator") or "", 30),
+                "action": _action_cell(event.get("action")),
+                "status": _status_cell(event.get("status")),
+                "records": _ids(event.get("record_ids")),
+                "tier": cell(event.get("tier") or "", 12),
+                "type": cell(event.get("record_type") or "", 20),
+                "reason": cell(event.get("reason") or "", 200),
             }
-            table.add_row(*[cells[c.key] for c in columns], cells["reason"], key=str(event["id"]))
+            table.add_row(
+                *[cells[c.key] for c in columns], cells["reason"], key=str(event.get("id"))
+            )
         if self.events:
             table.move_cursor(row=min(max(row, 0), len(self.events) - 1), animate=False)
 

@@ -1,4 +1,4 @@
-"""What every tab shares: access to the store and errors from workers made visible."""
+"""What every tab shares: access to the source and errors from workers made visible."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from textual.widget import Widget
 from textual.widgets import Select
 from textual.worker import Worker, WorkerState
 
-from memtui.core.store import MemoryStore
 from memtui.render import escape_controls
+from memtui.sources.base import MemorySource
 from memtui.tui.format import fit
 
 if TYPE_CHECKING:
@@ -62,18 +62,18 @@ class ReportsWorkerErrors:
 
 
 class Pane(ReportsWorkerErrors, Container):
-    """One tab's content: knows the store and reports its workers' errors."""
+    """One tab's content: knows the source and reports its workers' errors."""
 
     @property
     def memtui(self) -> MemtuiApp:
         return cast("MemtuiApp", self.app)
 
     @property
-    def store(self) -> MemoryStore:
-        return self.memtui.store
+    def source(self) -> MemorySource:
+        return self.memtui.source
 
     def now(self) -> datetime:
-        return self.store.now()
+        return self.source.now()
 
     _focus_on_show: Callable[[], None] | None = None
 

@@ -1,4 +1,11 @@
-"""The Browse tab: tiers and scopes with counts, a paged record table, the record's detail."""
+"""The Browse tab: tiers and scopes with counts, a paged record table, the record's detail.
+
+Everything comes from the app's ``MemorySource``: the tree from ``facets`` (live and
+with hidden records), the table from keyset ``page`` calls, the detail from the
+record itself plus ``notes`` and ``detail`` (loaded in a worker). A memtui database
+and every foreign store are browsed the same way; the table keeps the columns a
+source can fill.
+"""
 
 from __future__ import annotations
 
@@ -16,59 +23,91 @@ from textual.widgets import DataTable, Static, Tree
 from textual.widgets.tree import TreeNode
 from textual.worker import Worker, get_current_worker
 
-from memtui.core.records import TIERS, MemoryRecord
 from memtui.core.secrets import secret_paths
+from memtui.render import one_line, safe_text
+from memtui.sources.base import (
+    MAX_PAGE_SIZE,
+    DetailSection,
+    MemorySource,
+    SourceError,
+    SourceRecord,
+    TierFacet,
+)
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.format import (
     Column,
+    detail_sections,
     fit,
+    has_evidence,
+    hidden_words,
     layout_columns,
     plural,
     record_detail,
+    record_label,
     record_row,
+    scope_label,
 )
 
 PAGE_SIZE = 200
-"""Rows fetched per page (keyset paging: ``after_id`` of the last row shown)."""
+"""Rows fetched per page (keyset paging: ``after`` is the id of the last row shown)."""
 PAGE_MARGIN = 20
 """Fetch the next page when the cursor comes this close to the last loaded row."""
 MIN_CONTENT_WIDTH = 24
+TREE_VALUES = 200
+"""Values listed per scope key and tier (the largest); the rest behind one "… N more" leaf."""
+ID_MAX_WIDTH = 20
+"""A long (foreign) id is cut in the middle to this many cells; the detail shows it whole."""
 
+TIER = "tier"
+MORE = "…"
+"""``ScopeNode.kind`` of the leaf that stands for the values not listed."""
 
 COLUMNS: tuple[Column, ...] = (
     Column("id", "id", 4, None),  # widened to the longest id loaded
     Column("type", "type", 11, None),
     Column("tool", "tool", 8, 3),
+    Column("scope", "scope", 14, 3),
     Column("grade", "grade", 10, None),
     Column("sa", "s/a", 5, 4),
     Column("created", "created", 10, 1),
     Column("expires", "expires", 10, 2),
 )
 CELL_PADDING = 1
+LIFTED = ("signature",)
+"""Native metadata shown with the scope in the detail pane (it was a column of the record)."""
 
 
 @dataclass(frozen=True)
 class ScopeNode:
-    """What a tree node stands for: a tier, or one scope value within a tier."""
+    """What a tree node stands for: a tier, or one scope value within a tier.
 
-    kind: str  # "tier" | "profile" | "engagement"
+    ``kind`` is ``"tier"``, the scope key (``profile_hash``, ``engagement``, a foreign
+    source's ``namespace``...) or ``MORE`` (then ``value`` is the key and ``live`` the
+    number of its values not listed).
+    """
+
+    kind: str
     tier: str
-    value: str
+    value: Any
     live: int
     hidden: int
 
     @property
-    def filters(self) -> dict[str, str]:
-        if self.kind == "profile":
-            return {"tier": self.tier, "profile_hash": self.value}
-        if self.kind == "engagement":
-            return {"tier": self.tier, "engagement": self.value}
-        return {"tier": self.tier}
+    def filters(self) -> dict[str, Any]:
+        if self.kind in (TIER, MORE):
+            return {"tier": self.tier}
+        return {"tier": self.tier, self.kind: self.value}
+
+    @property
+    def label(self) -> str:
+        return scope_label(self.kind)
 
     def title(self) -> Text:
-        out = Text(self.tier, style="bold")
-        if self.kind != "tier":
-            out.append(f" › {self.kind} ", style="dim")
+        out = safe_text(self.tier, limit=40, style="bold")
+        if self.kind not in (TIER, MORE):
+            out.append(" › ", style="dim")
+            out.append_text(safe_text(self.label, limit=40, style="dim"))
+            out.append(" ", style="dim")
             out.append_text(fit(self.value, 80))
         return out
 
@@ -77,7 +116,7 @@ class ScopeNode:
 
 
 class ScopeTree(Tree[ScopeNode]):
-    """Tiers, and under each the profiles and engagements it holds, with record counts."""
+    """Tiers, and under each the values of the source's facet keys, with record counts."""
 
     BINDINGS = [
         Binding(
@@ -93,34 +132,52 @@ class ScopeTree(Tree[ScopeNode]):
         self.show_root = False
         self.auto_expand = False
         self.guide_depth = 3
+        self.show_keys = False
+        """Prefix each value with its key (a foreign source with several facet keys)."""
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "forget_engagement":
+            if not self.app.offers("forget_scope"):  # type: ignore[attr-defined]
+                return False
             node = self.cursor_node
             return True if node and node.data and node.data.kind == "engagement" else None
         return True
 
     def action_forget_engagement(self) -> None:
         node = self.cursor_node
-        if node is not None and node.data is not None and node.data.kind == "engagement":
+        if node is None or node.data is None or node.data.kind != "engagement":
+            return
+        if self.app.offers("forget_scope"):  # type: ignore[attr-defined]
             self.app.request_forget_engagement(node.data.value)  # type: ignore[attr-defined]
 
     def label_for(self, data: ScopeNode) -> Text:
         width = max(self.scrollable_content_region.width, 20)
-        count = Text(f" {data.live}", style="bold" if data.kind == "tier" else "")
+        if data.kind == MORE:
+            more = Text(f"… {data.live:,} more ", style="dim")
+            more.append_text(safe_text(scope_label(str(data.value)), limit=40, style="dim"))
+            more.append(" (search to filter)", style="dim")
+            return more
+        count = Text(f" {data.live}", style="bold" if data.kind == TIER else "")
         if data.hidden:
-            suffix = " hidden" if data.kind == "tier" else ""
+            suffix = " hidden" if data.kind == TIER else ""
             count.append(f" +{data.hidden}{suffix}", style="dim")
-        if data.kind == "tier":
-            label = Text(data.tier, style="bold")
+        if data.kind == TIER:
+            label = fit(data.tier, max(width - count.cell_len - 2, 12))
+            label.stylize("bold")
             label.append_text(count)
             return label
-        room = width - self.guide_depth - 1 - count.cell_len
+        prefix = Text()
+        if self.show_keys:
+            prefix = fit(data.label, 16)
+            prefix.append(" ")
+            prefix.stylize("dim")
+        room = width - self.guide_depth - 1 - count.cell_len - prefix.cell_len
         label = fit(data.value, max(room, 8))
-        if data.kind == "profile":
+        if data.kind == "profile_hash":
             label.stylize("italic")
-        label.append_text(count)
-        return label
+        prefix.append_text(label)
+        prefix.append_text(count)
+        return prefix
 
     def populate(self, nodes: list[tuple[ScopeNode, list[ScopeNode]]]) -> None:
         self.clear()
@@ -161,14 +218,22 @@ class ScopeTree(Tree[ScopeNode]):
 
         walk(self.root)
 
-    def find(self, kind: str, tier: str, value: str) -> TreeNode[ScopeNode] | None:
+    def find(self, kind: str, tier: str, value: Any) -> TreeNode[ScopeNode] | None:
+        """The node of ``value`` of scope key ``kind`` (or its label: ``profile``) in
+        ``tier``; the tier's node when that value is not listed; None for no such tier."""
         for tier_node in self.root.children:
             if tier_node.data is None or tier_node.data.tier != tier:
                 continue
-            if kind == "tier":
+            if kind == TIER:
                 return tier_node
             for child in tier_node.children:
-                if child.data and child.data.kind == kind and child.data.value == value:
+                data = child.data
+                if (
+                    data is not None
+                    and data.kind not in (TIER, MORE)
+                    and kind in (data.kind, data.label)
+                    and data.value == value
+                ):
                     return child
             return tier_node
         return None
@@ -197,45 +262,85 @@ class RecordTable(ReportsWorkerErrors, DataTable):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", cell_padding=CELL_PADDING, **kwargs)
-        self.records: list[MemoryRecord] = []
+        self.records: list[SourceRecord] = []
         self.scope: ScopeNode | None = None
         self.show_hidden = False
         self.exhausted = True
         self.loading_page = False
         self._generation = 0
-        self._rows_key: tuple[str, str, str, bool] | None = None
+        self._rows_key: tuple[str, str, Any, bool] | None = None
+        self._ids: set[str] = set()
         self._layout_width = 0
         self._columns: list[Column] = []
+        self._wanted: tuple[str, ...] = ()
+        self._evidence_seen = False
         self._id_width = 4  # grows with the ids shown
         self._content_width = MIN_CONTENT_WIDTH
+
+    @property
+    def source(self) -> MemorySource:
+        return self.app.source  # type: ignore[attr-defined]
 
     # -- state
 
     @property
-    def current(self) -> MemoryRecord | None:
+    def current(self) -> SourceRecord | None:
         if not self.records or self.cursor_row < 0 or self.cursor_row >= len(self.records):
             return None
         return self.records[self.cursor_row]
 
+    def _offers(self, capability: str) -> bool:
+        return bool(self.app.offers(capability))  # type: ignore[attr-defined]
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("refute", "forget"):
+            if not self._offers(action):
+                return False  # this source cannot: the key is not shown at all
             return True if self.current is not None else None
         if action == "reveal":
             # Shown only where it applies: a record with masked fields.
-            return self.current is not None and bool(secret_paths(self.current.metadata))
+            return (
+                self.current is not None
+                and bool(secret_paths(self.current.metadata))
+                and self._offers("reveal")
+            )
         return True
 
     def action_reveal(self) -> None:
-        if self.current is not None:
+        if self.check_action("reveal", ()) and self.current is not None:
             self.app.request_reveal(self.current.id)  # type: ignore[attr-defined]
 
     def action_refute(self) -> None:
-        if self.current is not None:
+        if self.current is not None and self._offers("refute"):
             self.app.request_refute(self.current.id)  # type: ignore[attr-defined]
 
     def action_forget(self) -> None:
-        if self.current is not None:
+        if self.current is not None and self._offers("forget"):
             self.app.request_forget(self.current.id)  # type: ignore[attr-defined]
+
+    # -- columns
+
+    @property
+    def scope_keys(self) -> tuple[str, ...]:
+        """Where a foreign source's scope column comes from (none for a memtui database)."""
+        source = self.source
+        if source.kind == "memtui":
+            return ()
+        return tuple(source.facet_keys) or tuple(source.scope_keys)
+
+    def wanted_columns(self) -> tuple[str, ...]:
+        """The columns this source can fill: no tool column without a ``tool_name`` scope,
+        no grade or s/a without evidence metadata, a scope column for a foreign source."""
+        source = self.source
+        keys = ["id", "type"]
+        if "tool_name" in source.scope_keys:
+            keys.append("tool")
+        if self.scope_keys:
+            keys.append("scope")
+        if source.kind == "memtui" or self._evidence_seen:
+            keys += ["grade", "sa"]
+        keys += ["created", "expires"]
+        return tuple(keys)
 
     # -- loading
 
@@ -244,7 +349,7 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         scope: ScopeNode,
         show_hidden: bool,
         keep_row: int | None = None,
-        keep_id: int | None = None,
+        keep_id: str | None = None,
     ) -> None:
         """Show ``scope`` from its first record, or (a refresh) keep the place.
 
@@ -283,34 +388,32 @@ class RecordTable(ReportsWorkerErrors, DataTable):
     def _fetch(
         self,
         generation: int,
-        key: tuple[str, str, str, bool] | None,
-        filters: dict[str, str],
+        key: tuple[str, str, Any, bool] | None,
+        filters: dict[str, Any],
         show_hidden: bool,
-        after_id: int | None,
+        after: str | None,
         limit: int,
         keep_row: int | None,
-        keep_id: int | None,
+        keep_id: str | None,
     ) -> None:
-        store = self.app.store  # type: ignore[attr-defined]
-        rows = store.fetch(
-            include_refuted=show_hidden,
-            include_expired=show_hidden,
-            limit=limit + 1,
-            after_id=after_id,
-            **filters,
-        )
-        if get_current_worker().is_cancelled:
-            return
-        more = len(rows) > limit
+        source = self.source
+        worker = get_current_worker()
+        rows: list[SourceRecord] = []
+        cursor = after
+        more = False
+        # A refresh may re-read more rows than one call returns: bounded pages, in turn.
+        while True:
+            want = min(limit - len(rows), MAX_PAGE_SIZE)
+            page = source.page(filters, after=cursor, limit=want, include_hidden=show_hidden)
+            if worker.is_cancelled:
+                return
+            rows.extend(page.records)
+            cursor = page.next_cursor
+            more = cursor is not None
+            if not more or not page.records or len(rows) >= limit:
+                break
         self.app.call_from_thread(
-            self._apply_page,
-            generation,
-            key,
-            rows[:limit],
-            more,
-            after_id is not None,
-            keep_row,
-            keep_id,
+            self._apply_page, generation, key, rows, more, after is not None, keep_row, keep_id
         )
 
     def worker_failed(self, worker: Worker) -> None:
@@ -319,39 +422,52 @@ class RecordTable(ReportsWorkerErrors, DataTable):
     def _apply_page(
         self,
         generation: int,
-        key: tuple[str, str, str, bool] | None,
-        rows: list[MemoryRecord],
+        key: tuple[str, str, Any, bool] | None,
+        rows: list[SourceRecord],
         more: bool,
         append: bool,
         keep_row: int | None,
-        keep_id: int | None,
+        keep_id: str | None,
     ) -> None:
         if generation != self._generation:
             return
         self.loading_page = False
         self.exhausted = not more
-        now = self.app.store.now()  # type: ignore[attr-defined]
-        id_width = max([len(str(r.id)) for r in rows] + [self._id_width])
+        now = self.source.now()
+        if not self._evidence_seen and any(has_evidence(r) for r in rows):
+            self._evidence_seen = True
+        id_width = min(max([len(r.id) for r in rows] + [self._id_width]), ID_MAX_WIDTH)
+        relayout = id_width > self._id_width or self.wanted_columns() != self._wanted
         shown = len(self.records)
         if not append and key == self._rows_key and shown and rows[:shown] == self.records:
             # A refresh in which nothing shown changed: only new rows arrived (or none).
             append, rows = True, rows[shown:]
-        if append and id_width > self._id_width:
-            self._id_width = id_width
-            self.records.extend(rows)
-            self._ensure_columns(force=True)
-        elif append:
-            self.records.extend(rows)
-            self._add_rows(rows, now)
+        if append:
+            fresh: list[SourceRecord] = []
+            for record in rows:  # a row key is shown once, whatever a source returns
+                if record.id not in self._ids:
+                    self._ids.add(record.id)
+                    fresh.append(record)
+            self.records.extend(fresh)
+            if relayout:
+                self._id_width = id_width
+                self._ensure_columns(force=True)
+            else:
+                self._add_rows(fresh, now)
         else:
-            force = id_width > self._id_width
             self._id_width = id_width
             old_row, old_scroll = self.cursor_row, self.scroll_y
             self.records = []
+            self._ids = set()
             self.clear()
-            self._ensure_columns(force=force)
-            self.records = list(rows)
-            self._add_rows(rows, now)
+            unique: list[SourceRecord] = []
+            for record in rows:
+                if record.id not in self._ids:
+                    self._ids.add(record.id)
+                    unique.append(record)
+            self._ensure_columns(force=relayout)
+            self.records = unique
+            self._add_rows(unique, now)
             if self.records:
                 ids = [r.id for r in self.records]
                 target = ids.index(keep_id) if keep_id in ids else keep_row or 0
@@ -370,21 +486,33 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         if row < len(self.records):
             self.move_cursor(row=row, animate=False)
 
-    def _add_rows(self, rows: list[MemoryRecord], now: Any) -> None:
+    def _add_rows(self, rows: list[SourceRecord], now: Any) -> None:
         keys = [c.key for c in self._columns]
+        shown = frozenset(keys)
+        scope_keys = self.scope_keys
+        scope_width = next((c.width for c in self._columns if c.key == "scope"), 14)
         for record in rows:
-            cells = record_row(record, now, self._content_width)
-            by_key = dict(zip([c.key for c in COLUMNS] + ["content"], cells, strict=True))
-            self.add_row(*[by_key[k] for k in keys], by_key["content"], key=str(record.id))
+            cells = record_row(
+                record,
+                now,
+                self._content_width,
+                scope_keys=scope_keys,
+                id_width=self._id_width,
+                scope_width=scope_width,
+                columns=shown,
+            )
+            self.add_row(*[cells[k] for k in keys], cells["content"], key=record.id)
 
     def _ensure_columns(self, *, force: bool) -> None:
         width = self.scrollable_content_region.width or self.size.width or 80
         if not force and self._columns and width == self._layout_width:
             return
         self._layout_width = width
+        self._wanted = self.wanted_columns()
         columns = tuple(
             Column(c.key, c.label, self._id_width, c.drop_order) if c.key == "id" else c
             for c in COLUMNS
+            if c.key in self._wanted
         )
         self._columns, self._content_width = layout_columns(
             columns, width, MIN_CONTENT_WIDTH, CELL_PADDING
@@ -395,7 +523,7 @@ class RecordTable(ReportsWorkerErrors, DataTable):
             self.add_column(column.label, width=column.width, key=column.key)
         self.add_column("content", width=self._content_width, key="content")
         if self.records:
-            self._add_rows(self.records, self.app.store.now())  # type: ignore[attr-defined]
+            self._add_rows(self.records, self.source.now())
             self.move_cursor(row=min(max(row, 0), len(self.records) - 1), animate=False)
 
     def on_resize(self, event: Resize) -> None:
@@ -408,8 +536,13 @@ class RecordTable(ReportsWorkerErrors, DataTable):
             self.load_more()
 
 
-class RecordDetail(VerticalScroll):
-    """Every field of the highlighted record; focusable so it scrolls from the keyboard."""
+class RecordDetail(ReportsWorkerErrors, VerticalScroll):
+    """Every field of the highlighted record; focusable so it scrolls from the keyboard.
+
+    The record shows at once; the source's notes and detail sections (vector, history,
+    versions...) are read in a worker and appended when they arrive. An arrival for a
+    record no longer shown is dropped.
+    """
 
     BINDINGS = [
         Binding("v", "reveal", "Reveal", tooltip="Reveal one masked metadata field (audited)"),
@@ -417,49 +550,163 @@ class RecordDetail(VerticalScroll):
     ]
 
     can_focus = True
-    _shown: int | None = None
+    _shown: str | None = None
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.record: MemoryRecord | None = None
+        self.record: SourceRecord | None = None
+        self.notes = ""
+        self.sections: list[DetailSection] | None = None
+        """The source's notes and sections of the record shown (None until they arrive)."""
         self._rendered: tuple[Any, ...] | None = None
+        self._generation = 0
 
     def compose(self) -> ComposeResult:
         yield Static(Text("No record selected.", style="dim"), id="detail-body")
+        # The source's notes and sections, below: their arrival never re-renders the body
+        # (a 100 kB content is laid out once).
+        yield Static(Text(""), id="detail-extra")
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "reveal":
-            return self.record is not None and bool(secret_paths(self.record.metadata))
+            return (
+                self.record is not None
+                and bool(secret_paths(self.record.metadata))
+                and bool(self.app.offers("reveal"))  # type: ignore[attr-defined]
+            )
         return True
 
     def action_reveal(self) -> None:
-        if self.record is not None:
+        if self.check_action("reveal", ()) and self.record is not None:
             self.app.request_reveal(self.record.id)  # type: ignore[attr-defined]
 
+    def text(self) -> str:
+        """Everything the pane shows, as plain text (the record, then notes and sections)."""
+        body = self.query_one("#detail-body", Static).render()
+        extra = self.query_one("#detail-extra", Static).render()
+        return "\n".join(str(getattr(part, "plain", part)) for part in (body, extra))
+
     def show(
-        self, record: MemoryRecord | None, now: Any, revealed: dict[str, Any] | None = None
+        self,
+        record: SourceRecord | None,
+        now: Any,
+        revealed: dict[str, Any] | None = None,
+        *,
+        lift: tuple[str, ...] = (),
     ) -> None:
         # A live refresh re-shows the same record every time the agent writes: render
         # only when something on screen would change (a 100 kB detail is not free).
         # "in 3d" and the expiry state move with the clock, a minute is fine enough.
-        state = (record, now.replace(second=0, microsecond=0), dict(revealed or {}))
+        state = (record, now.replace(second=0, microsecond=0), dict(revealed or {}), lift)
         if state == self._rendered:
             return
         self._rendered = state
-        self.record = record
+        self._generation += 1
         body = self.query_one("#detail-body", Static)
+        if record is None or self.record is None or record.id != self.record.id:
+            # Another record: the last one's notes and sections go (they would mislead).
+            self.notes, self.sections = "", None
+            self._paint_extra()
+        self.record = record
         if record is None:
             self.border_title = "detail"
             body.update(Text("No record selected.", style="dim"))
             return
-        self.border_title = f"record #{record.id}"
-        body.update(record_detail(record, now, revealed))
+        title = Text("record ")
+        title.append_text(one_line(record_label(record.id), 60))
+        self.border_title = title
+        body.update(record_detail(record, now, revealed, lift=lift))
         if record.id != self._shown:
             self.scroll_home(animate=False)
         self._shown = record.id
+        self._load_extra(self._generation, record)
+
+    def _paint_extra(self) -> None:
+        extra = self.query_one("#detail-extra", Static)
+        text = detail_sections(self.sections or [], notes=self.notes)
+        extra.update(text)
+        extra.display = bool(text.plain)
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="detail",
+        exit_on_error=False,
+        name="Loading record details",
+    )
+    def _load_extra(self, generation: int, record: SourceRecord) -> None:
+        source: MemorySource = self.app.source  # type: ignore[attr-defined]
+        try:
+            notes = source.notes(record)
+            sections = source.detail(record.id)
+        except SourceError as exc:  # gone since, say: shown in the pane, not as an error
+            notes, sections = "", [DetailSection(title="details", note=str(exc))]
+        if get_current_worker().is_cancelled:
+            return
+        self.app.call_from_thread(self._extra_arrived, generation, record.id, notes, sections)
+
+    def _extra_arrived(
+        self, generation: int, record_id: str, notes: str, sections: list[DetailSection]
+    ) -> None:
+        if generation != self._generation or self.record is None or self.record.id != record_id:
+            return  # stale: the pane has moved on since this was asked for
+        self.notes, self.sections = notes or "", list(sections)
+        self._paint_extra()
 
 
 # ---------------------------------------------------------------- pane
+
+
+def scope_nodes(
+    source: MemorySource,
+    live: list[TierFacet],
+    every: list[TierFacet],
+    show_hidden: bool,
+    limit: int | None = None,
+) -> list[tuple[ScopeNode, list[ScopeNode]]]:
+    """The tree's nodes from the live facets and those with hidden records included.
+
+    Each tier lists, per facet key, its values with live records (and, when hidden
+    records are shown, those with hidden ones only); at most ``limit`` (``TREE_VALUES``)
+    values per key, the largest, in the source's order, then one ``MORE`` leaf counting the rest.
+    """
+    limit = TREE_VALUES if limit is None else limit
+    live_by = {f.tier: f for f in live}
+    every_by = {f.tier: f for f in every}
+    tiers = list(source.tiers)
+    for facet in [*every, *live]:
+        if facet.tier not in tiers:
+            tiers.append(facet.tier)
+    nodes: list[tuple[ScopeNode, list[ScopeNode]]] = []
+    for tier in tiers:
+        live_facet, every_facet = live_by.get(tier), every_by.get(tier)
+        live_count = live_facet.count if live_facet else 0
+        total = every_facet.count if every_facet else live_count
+        children: list[ScopeNode] = []
+        for key in source.facet_keys:
+            live_values = live_facet.scopes.get(key, {}) if live_facet else {}
+            all_values = dict(every_facet.scopes.get(key, {}) if every_facet else {})
+            for value, count in live_values.items():
+                all_values.setdefault(value, count)
+            entries: list[ScopeNode] = []
+            for value, value_total in all_values.items():
+                count = live_values.get(value, 0)
+                if count or show_hidden:
+                    entries.append(ScopeNode(key, tier, value, count, max(value_total - count, 0)))
+            if len(entries) > limit:
+                ranked = sorted(
+                    range(len(entries)),
+                    key=lambda i: -(entries[i].live + (entries[i].hidden if show_hidden else 0)),
+                )
+                keep = set(ranked[:limit])
+                children += [n for i, n in enumerate(entries) if i in keep]
+                children.append(ScopeNode(MORE, tier, key, len(entries) - limit, 0))
+            else:
+                children += entries
+        nodes.append(
+            (ScopeNode(TIER, tier, tier, live_count, max(total - live_count, 0)), children)
+        )
+    return nodes
 
 
 class BrowsePane(Pane):
@@ -476,7 +723,7 @@ class BrowsePane(Pane):
         self._initial = True
         self._counting = False
         self.tier_totals: dict[str, tuple[int, int]] = {}
-        self.revealed: dict[int, dict[str, Any]] = {}
+        self.revealed: dict[str, dict[str, Any]] = {}
         """Values the operator revealed this session, by record id then field (each audited)."""
 
     def compose(self) -> ComposeResult:
@@ -501,10 +748,17 @@ class BrowsePane(Pane):
         return self.query_one(RecordTable)
 
     def on_mount(self) -> None:
+        source = self.source
+        self.tree.show_keys = source.kind != "memtui" and len(source.facet_keys) > 1
         self.reload()
 
     def focus_main(self) -> None:
         self.table.focus()
+
+    @property
+    def hidden_label(self) -> str:
+        """What this source hides: ``refuted and expired`` (memtui), ``deleted and expired``..."""
+        return hidden_words(self.source.hidden_state)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Two bindings share `t`; only the one that says what `t` will do applies.
@@ -522,10 +776,9 @@ class BrowsePane(Pane):
 
     def action_toggle_hidden(self) -> None:
         self.show_hidden = not self.show_hidden
+        words = self.hidden_label
         self.notify(
-            "showing refuted and expired records (dimmed)"
-            if self.show_hidden
-            else "refuted and expired records hidden",
+            f"showing {words} records (dimmed)" if self.show_hidden else f"{words} records hidden",
             timeout=3,
         )
         self.refresh_bindings()
@@ -539,7 +792,7 @@ class BrowsePane(Pane):
         return self._counting or self.table.loading_page
 
     def reload(self) -> None:
-        """Recount the tree (in SQL) and reload the table, keeping the place."""
+        """Recount the tree (in the source) and reload the table, keeping the place."""
         self._counting = True
         self._count(self.show_hidden)
 
@@ -549,23 +802,14 @@ class BrowsePane(Pane):
 
     @work(thread=True, exclusive=True, group="counts", exit_on_error=False, name="Counting records")
     def _count(self, show_hidden: bool) -> None:
-        store = self.store
-        live = store.tier_counts()
-        every = store.tier_counts(include_refuted=True, include_expired=True)
-        nodes: list[tuple[ScopeNode, list[ScopeNode]]] = []
-        for tier in TIERS:
-            scopes_live = store.scope_counts(tier)
-            scopes_all = store.scope_counts(tier, include_refuted=True, include_expired=True)
-            children: list[ScopeNode] = []
-            for key, kind in (("profile_hash", "profile"), ("engagement", "engagement")):
-                for value, total in scopes_all.get(key, {}).items():
-                    count = scopes_live.get(key, {}).get(value, 0)
-                    if count or show_hidden:
-                        children.append(ScopeNode(kind, tier, value, count, total - count))
-            tier_node = ScopeNode("tier", tier, tier, live.get(tier, 0), every[tier] - live[tier])
-            nodes.append((tier_node, children))
+        source = self.source
+        live = source.facets()
         if get_current_worker().is_cancelled:
             return
+        every = source.facets(include_hidden=True)
+        if get_current_worker().is_cancelled:
+            return
+        nodes = scope_nodes(source, live, every, show_hidden)
         self.app.call_from_thread(self._apply_counts, nodes, show_hidden)
 
     def _apply_counts(self, nodes: list[tuple[ScopeNode, list[ScopeNode]]], hidden: bool) -> None:
@@ -586,10 +830,13 @@ class BrowsePane(Pane):
                 table.load(node.data, hidden, keep_row, keep_id)
             return
         tree.populate(nodes)
+        if not nodes:  # a store with no tier at all: nothing to list
+            self._initial = False
+            return
         if self._initial or previous is None:
             self._initial = False
             target = next((n for n, _ in nodes if n.live), nodes[0][0])
-            node = tree.find("tier", target.tier, target.tier)
+            node = tree.find(TIER, target.tier, target.tier)
         else:
             node = tree.find(previous.kind, previous.tier, previous.value)
             if node is not None and node.data is not None and node.data.kind != previous.kind:
@@ -609,6 +856,8 @@ class BrowsePane(Pane):
         table = self.table
         if data is None or event.node is not self.tree.cursor_node:
             return  # stale: the cursor has moved on (or the tree was rebuilt) since
+        if data.kind == MORE:
+            return  # the values not listed: the table keeps what it shows
         if table.scope == data and table.show_hidden == self.show_hidden:
             return
         table.load(data, self.show_hidden)
@@ -616,12 +865,17 @@ class BrowsePane(Pane):
 
     @on(Tree.NodeSelected, "#scope-tree")
     def _scope_selected(self, event: Tree.NodeSelected[ScopeNode]) -> None:
+        if event.node.data is not None and event.node.data.kind == MORE:
+            self.notify(
+                "Too many values to list them all here: search with a scope filter.", timeout=4
+            )
+            return
         self.table.focus()
 
     @on(DataTable.RowHighlighted, "#records")
     def _record_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_detail()
-        self.app.refresh_bindings()  # R applies to records with masked fields only
+        self.app.refresh_bindings()  # v applies to records with masked fields only
 
     @on(RecordTable.PageLoaded)
     def _page_loaded(self) -> None:
@@ -634,7 +888,7 @@ class BrowsePane(Pane):
         loaded = len(table.records)
         status = plural(total, "record")
         if table.show_hidden and scope.hidden:
-            status += f" incl. {scope.hidden} refuted/expired"
+            status += f" incl. {scope.hidden} {self.hidden_label.replace(' and ', '/')}"
         elif scope.hidden:
             status += f" (+{scope.hidden} hidden: t)"
         if not table.exhausted:
@@ -645,8 +899,9 @@ class BrowsePane(Pane):
     def _show_detail(self) -> None:
         record = self.table.current
         revealed = self.revealed.get(record.id) if record is not None else None
-        self.query_one(RecordDetail).show(record, self.now(), revealed)
+        lift = LIFTED if self.source.kind == "memtui" else ()
+        self.query_one(RecordDetail).show(record, self.now(), revealed, lift=lift)
 
-    def show_revealed(self, record_id: int, field: str, value: Any) -> None:
-        self.revealed.setdefault(record_id, {})[field] = value
+    def show_revealed(self, record_id: str, field: str, value: Any) -> None:
+        self.revealed.setdefault(str(record_id), {})[field] = value
         self._show_detail()

@@ -17,18 +17,15 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
-from memtui.core.records import MemoryRecord
 from memtui.render import escape_controls, one_line, safe_text
+from memtui.sources.base import SourceRecord
 from memtui.tui.format import plural
 
 PREVIEW_CHARS = 240
+SCOPE_LABELS = {"tool_name": "tool", "run_id": "run", "url_pattern": "url"}
 COMPACT_BELOW_HEIGHT = 32
 
 WHAT_HAPPENS = {
-    "forget": (
-        "This cannot be undone. The record, its full-text index entries and its vector are "
-        "erased, and the database file is checkpointed so no copy of it remains."
-    ),
     "refute": (
         "This cannot be undone. The tactic stays on file marked refuted: it leaves reads and "
         "search, its grade returns to hypothesis, its confidence to 0, and new successes on "
@@ -103,12 +100,35 @@ class ConfirmDialog(ModalScreen[str | None]):
 class ConfirmRecordAction(ConfirmDialog):
     """Refute or forget one record."""
 
-    def __init__(self, action: str, record: MemoryRecord, *, reason: str = "") -> None:
+    SUMMARY_SCOPE_KEYS = 3
+    """At most this many scope values in the summary line (the rest are in the detail)."""
+
+    def __init__(
+        self,
+        action: str,
+        record: SourceRecord,
+        *,
+        reason: str = "",
+        rule: str = "",
+        removes: int = 1,
+    ) -> None:
         super().__init__(classes=f"dialog-{action}")
         self.reason = reason
         self.verb = action
         self.record = record
+        self.rule = rule
+        self.removes = removes
         self.ACTION_LABEL = "Forget" if action == "forget" else "Refute"
+
+    def what_happens(self) -> Text:
+        """The consequence, in the store's own words for a forget (its ``forget_preview``)."""
+        if self.verb != "forget":
+            return Text(WHAT_HAPPENS[self.verb])
+        out = Text("This cannot be undone. ")
+        out.append_text(safe_text(self.rule or "The record is erased by the store's own rule."))
+        if self.removes > 1:
+            out.append(f" Removes {plural(self.removes, 'record')}.", style="bold")
+        return out
 
     def compose(self) -> ComposeResult:
         record = self.record
@@ -121,18 +141,20 @@ class ConfirmRecordAction(ConfirmDialog):
             summary.append_text(one_line(record.tier, 20))
             summary.append("  type ", style="dim")
             summary.append_text(one_line(record.record_type, 30))
-            if record.tool_name:
-                summary.append("  tool ", style="dim")
-                summary.append_text(one_line(record.tool_name, 30))
-            if record.engagement:
-                summary.append("  engagement ", style="dim")
-                summary.append_text(one_line(record.engagement, 40))
+            shown = [
+                (key, value)
+                for key, value in record.scope.items()
+                if value not in (None, "") and key != "profile_hash"
+            ]
+            for key, value in shown[: self.SUMMARY_SCOPE_KEYS]:
+                summary.append(f"  {SCOPE_LABELS.get(key, key)} ", style="dim")
+                summary.append_text(one_line(str(value), 40))
             yield Static(summary, classes="dialog-summary")
             yield Static(
                 safe_text(record.content, limit=PREVIEW_CHARS, keep_lines=True),
                 classes="dialog-preview",
             )
-            yield Static(Text(WHAT_HAPPENS[self.verb]), classes="dialog-warning")
+            yield Static(self.what_happens(), classes="dialog-warning")
             yield Label("Reason (written to the audit log)")
             yield self.reason_input()
             yield from self.buttons()
@@ -207,7 +229,7 @@ class RevealDialog(ConfirmDialog):
 
     ACTION_LABEL = "Reveal"
 
-    def __init__(self, record: MemoryRecord, fields: list[str], *, reason: str = "") -> None:
+    def __init__(self, record: SourceRecord, fields: list[str], *, reason: str = "") -> None:
         super().__init__(classes="dialog-reveal")
         self.reason = reason
         self.record = record

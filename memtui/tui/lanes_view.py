@@ -1,5 +1,8 @@
 """The Lanes tab: structured retrieval for a profile (priors, tactics, negative evidence)
-and an engagement (host history), as a planner would read it."""
+and an engagement (host history), as a planner would read it.
+
+Everything comes from the source (``lane_choices`` and ``lanes``); a source without
+the ``lanes`` capability (every foreign store) gets one line saying why, no worker."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, Select, Static
 from textual.worker import get_current_worker
 
-from memtui.core.lanes import host_history, learned_tactics, negative_evidence, profile_priors
+from memtui.render import one_line
 from memtui.tui.base import Pane, fill_select
 from memtui.tui.format import DASH, cell, interval_bar, plural, short_date
 from memtui.tui.search_view import COMPACT_BELOW_HEIGHT
@@ -34,11 +37,23 @@ def _table(*columns: tuple[str, dict[str, Any]]) -> Table:
     return table
 
 
-def _ids(ids: list[int], limit: int = 4) -> Text:
+def _ids(ids: list[Any], limit: int = 4) -> Text:
     shown = " ".join(f"#{i}" for i in ids[:limit])
     if len(ids) > limit:
         shown += f" +{len(ids) - limit}"
-    return Text(shown, style="dim")
+    out = one_line(shown, 200)
+    out.stylize("dim")
+    return out
+
+
+def unavailable_text(kind_label: str) -> Text:
+    """The one line a source without lanes shows instead of the tab."""
+    out = one_line(
+        f"Lanes (priors, tactics, host history) need a memtui database: this is a {kind_label}.",
+        300,
+    )
+    out.stylize("dim")
+    return out
 
 
 def _bound(value: float | None) -> Text:
@@ -106,7 +121,7 @@ def tactics_table(rows: list[dict[str, Any]]) -> Table | Text:
         )
         table.add_row(
             grade,
-            Text(f"#{row['record_id']}", style="dim"),
+            cell(f"#{row['record_id']}", 40, style="dim"),
             cell(row.get("tool") or "", 20),
             Text(f"{row['hits']}/{row['n']}"),
             _bound(row.get("wilson")),
@@ -185,7 +200,17 @@ class LanesPane(Pane):
         self.choices: tuple[list[str], list[str]] = ([], [])
         self.choices_requested = False
 
+    @property
+    def available(self) -> bool:
+        """Whether the source has lanes at all (a memtui database)."""
+        return self.source.can("lanes")
+
     def compose(self) -> ComposeResult:
+        if not self.available:
+            note = Static(unavailable_text(self.source.kind_label), id="lanes-unavailable")
+            note.styles.padding = (1, 1)
+            yield note
+            return
         with Horizontal(id="lanes-bar"):
             yield Label("profile", classes="field-label")
             yield Select[str](
@@ -214,11 +239,13 @@ class LanesPane(Pane):
             self.reload()
 
     def focus_main(self) -> None:
-        self.query_one("#lanes-profile", Select).focus()
+        if self.available:
+            self.query_one("#lanes-profile", Select).focus()
 
     def reload(self) -> None:
         self.choices_requested = True
-        self._load_choices()
+        if self.available:  # no lanes, no worker: the tab says why once
+            self._load_choices()
 
     @work(
         thread=True,
@@ -228,10 +255,9 @@ class LanesPane(Pane):
         name="Reading profiles",
     )
     def _load_choices(self) -> None:
-        store = self.store
-        profiles = store.profiles()
-        tactic_counts = store.scope_counts("longterm").get("profile_hash", {})
-        engagements = store.engagements()
+        profiles, tactic_counts, engagements = self.source.lane_choices()
+        if get_current_worker().is_cancelled:
+            return
         self.app.call_from_thread(self._apply_choices, profiles, tactic_counts, engagements)
 
     def _apply_choices(
@@ -260,6 +286,8 @@ class LanesPane(Pane):
         fill_select(self.query_one("#lanes-engagement", Select), engagements, self.engagement)
 
     def on_resize(self) -> None:
+        if not self.available:
+            return
         compact = self.app.size.height < COMPACT_BELOW_HEIGHT
         for select in self.query("#lanes-bar Select"):
             select.compact = compact  # type: ignore[attr-defined]
@@ -279,14 +307,9 @@ class LanesPane(Pane):
 
     @work(thread=True, exclusive=True, group="lanes", exit_on_error=False, name="Computing lanes")
     def _load_lanes(self, profile: str | None, engagement: str | None) -> None:
-        store = self.store
-        data: dict[str, Any] = {"profile": profile, "engagement": engagement}
-        if profile:
-            data["priors"] = profile_priors(store, profile)
-            data["tactics"] = learned_tactics(store, profile)
-            data["negative"] = negative_evidence(store, profile, self.MIN_DENOMINATOR)
-        if engagement:
-            data["history"] = host_history(store, engagement)
+        data = dict(self.source.lanes(profile, engagement, min_denominator=self.MIN_DENOMINATOR))
+        data.setdefault("profile", profile)
+        data.setdefault("engagement", engagement)
         if get_current_worker().is_cancelled:
             return
         self.app.call_from_thread(self._apply_lanes, data)
@@ -300,25 +323,29 @@ class LanesPane(Pane):
         negative = self.query_one("#lane-negative", Static)
         history = self.query_one("#lane-history", Static)
         if profile:
-            priors.update(priors_table(data["priors"], profile))
-            priors.border_subtitle = plural(len(data["priors"]), "tool")
-            tactics.update(tactics_table(data["tactics"]))
-            hypotheses = sum(1 for r in data["tactics"] if r.get("hypothesis"))
+            prior_rows = data.get("priors") or []
+            tactic_rows = data.get("tactics") or []
+            negative_rows = data.get("negative") or []
+            priors.update(priors_table(prior_rows, profile))
+            priors.border_subtitle = plural(len(prior_rows), "tool")
+            tactics.update(tactics_table(tactic_rows))
+            hypotheses = sum(1 for r in tactic_rows if r.get("hypothesis"))
             tactics.border_subtitle = (
-                f"{plural(len(data['tactics']), 'tactic')}, {hypotheses} hypothesis: re-verify"
+                f"{plural(len(tactic_rows), 'tactic')}, {hypotheses} hypothesis: re-verify"
                 if hypotheses
-                else plural(len(data["tactics"]), "tactic")
+                else plural(len(tactic_rows), "tactic")
             )
-            negative.update(negative_table(data["negative"], self.MIN_DENOMINATOR))
+            negative.update(negative_table(negative_rows, self.MIN_DENOMINATOR))
             negative.border_subtitle = f"0 hits over ≥ {self.MIN_DENOMINATOR} tries"
         else:
             for static in (priors, tactics, negative):
                 static.update(none)
         if data.get("engagement"):
-            history.update(history_table(data["history"]))
+            history_rows = data.get("history") or []
+            history.update(history_table(history_rows))
             title = Text("host history: ")
             title.append_text(cell(data["engagement"], 80))
             history.border_title = title
-            history.border_subtitle = plural(len(data["history"]), "finding")
+            history.border_subtitle = plural(len(history_rows), "finding")
         else:
             history.update(Text("Choose an engagement above.", style="dim"))

@@ -51,43 +51,43 @@ def run_app(
 ) -> None:
     """Open the store at ``path`` (or a Qdrant server) and run the app until the operator quits.
 
-    A memtui database opens in the full app; any other store memtui recognizes
-    opens through its ``MemorySource`` adapter (read-only unless ``allow_writes``).
+    Every store opens as a ``MemorySource`` in the one app: a memtui database with
+    every native feature, any other store through its adapter (read-only unless
+    ``allow_writes``).
     """
-    qdrant = {k: v for k, v in qdrant.items() if v is not None}
-    if path is not None and not qdrant.get("qdrant_url"):
-        path = Path(path)
-        if not path.exists():
-            open_app_store(path, read_only=read_only, clock=clock)  # raises "no database at"
-        from memtui.sources.detect import recognize
-
-        kind, _schema, _version = recognize(path)
-        if kind == "memtui":
-            store = open_app_store(path, read_only=read_only, clock=clock)
-            try:
-                from memtui.tui.app import make_app
-
-                app = make_app(store, operator=operator, db_label=path.name)
-                app.run()
-            finally:
-                store.close()
-            return
-    source = open_app_source(
-        path,
+    options = {k: v for k, v in qdrant.items() if v is not None}
+    opening = dict(
         read_only=read_only,
         allow_writes=allow_writes,
         audit_db=audit_db,
         now=now,
         clock=clock,
         operator=operator,
-        **qdrant,
     )
-    try:
-        from memtui.tui.source_app import make_source_app
+    from memtui.sources.qdrant import CollectionChoiceError
 
-        make_source_app(source, operator=operator, embedder=embedder).run()
+    try:
+        source = open_app_source(path, **opening, **options)
+    except CollectionChoiceError as several:
+        if not several.collections:
+            raise
+        name = pick_collection(several)
+        if name is None:
+            return  # the operator quit the picker
+        source = open_app_source(path, **opening, **{**options, "collection": name})
+    try:
+        from memtui.tui.app import make_app
+
+        make_app(source, operator=operator, embedder=embedder).run()
     finally:
         source.close()
+
+
+def pick_collection(several: Any) -> str | None:
+    """Ask the operator which collection to open (``CollectionChoiceError``'s list)."""
+    from memtui.tui.collection_picker import CollectionPicker
+
+    return CollectionPicker(several.where, several.collections).run()
 
 
 def open_app_source(
@@ -98,7 +98,21 @@ def open_app_source(
     clock: Callable[[], datetime] | None = None,
     **options: Any,
 ) -> MemorySource:
-    """Any store memtui recognizes, behind ``MemorySource`` (foreign ones read-only by default)."""
+    """Any store memtui recognizes, behind ``MemorySource`` (foreign ones read-only by default).
+
+    A memtui database opens with the app's short busy timeout (``APP_BUSY_TIMEOUT_MS``);
+    a path that does not exist is an error, never a new empty file.
+    """
+    if path is not None and not options.get("qdrant_url"):
+        path = Path(path)
+        if not path.exists():
+            open_app_store(path, read_only=read_only, clock=clock)  # raises "no database at"
+        from memtui.sources.detect import recognize
+
+        if recognize(path)[0] == "memtui":
+            from memtui.sources.native import NativeSource
+
+            return NativeSource(open_app_store(path, read_only=read_only, clock=clock))
     from memtui.sources import open_source
 
     return open_source(
@@ -111,19 +125,7 @@ def open_app_source(
 
 
 def app_for_source(source: MemorySource | MemoryStore, **kwargs: Any) -> Any:
-    """The app for an open source: the full app on a memtui database, else ``SourceApp``.
+    """The app for an open source (an open ``MemoryStore`` is taken as a memtui database)."""
+    from memtui.tui.app import make_app
 
-    A ``MemoryStore`` (or a ``NativeSource``) gets ``MemtuiApp`` with every native feature.
-    """
-    from memtui.sources.native import NativeSource
-
-    if isinstance(source, NativeSource):
-        source = source.store
-    if isinstance(source, MemoryStore):
-        from memtui.tui.app import make_app
-
-        kwargs.pop("embedder", None)
-        return make_app(source, **kwargs)
-    from memtui.tui.source_app import make_source_app
-
-    return make_source_app(source, **kwargs)
+    return make_app(source, **kwargs)

@@ -1,11 +1,17 @@
 """The Search tab: query, scope filters, ranked results with expandable score breakdowns.
 
-What-if weights re-merge the lane scores already in hand (``rerank``), so moving weight
-between the lanes re-ranks at once, without querying again.
+Everything goes through the app's ``MemorySource``: the native database and every
+foreign store are searched, explained and re-ranked the same way. A foreign store's
+keyword index lives in memtui's cache; when it is missing or stale the search worker
+builds it first, with its progress on the status line.
+
+What-if weights re-merge the lane scores already in hand (``source.rerank``), so moving
+weight between the lanes re-ranks at once, without querying again.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.console import Group
@@ -19,24 +25,60 @@ from textual.widgets import Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
-from memtui.core.records import TIERS, MemoryRecord
-from memtui.core.search import (
-    DEFAULT_WEIGHTS,
-    SearchResponse,
-    explain_keyword,
-    hybrid_search,
-    rerank,
-)
+from memtui.core.search import DEFAULT_WEIGHTS, SearchResponse
 from memtui.render import escape_controls, one_line, safe_text
+from memtui.sources.base import MemorySource, SourceRecord
 from memtui.tui.base import Pane, fill_select
 from memtui.tui.breakdown import KEYWORD_STYLE, VECTOR_STYLE, render_breakdown, score_text
-from memtui.tui.format import plural, record_state
+from memtui.tui.format import fit, plural
 
 RESULT_LIMIT = 20
 COMPACT_BELOW_HEIGHT = 32
 """On shorter terminals the query box and filters lose their borders (one line, not three)."""
 STEP = 1  # tenths of weight moved by [ and ]
 DEFAULT_KEYWORD_TENTHS = round(DEFAULT_WEIGHTS["keyword"] * 10)
+ID_WIDTH = 7
+"""The id column's width: ``#12345``. A foreign store's longer ids widen it, up to
+``MAX_ID_WIDTH`` (then they are cut in the middle)."""
+MAX_ID_WIDTH = 24
+
+# The native scope keys keep their established widgets: ids, prompts and order
+# (engagement first; the profile fingerprints, long, get the widest box last).
+NATIVE_FILTERS: dict[str, tuple[str, str]] = {
+    "engagement": ("filter-engagement", "any engagement"),
+    "profile_hash": ("filter-profile", "any profile"),
+}
+
+
+def filter_keys_in_order(source: MemorySource) -> list[str]:
+    """The scope keys the search bar offers a Select for, in display order."""
+    keys = list(dict.fromkeys(source.facet_keys))
+    return sorted(keys, key=lambda k: k == "profile_hash")  # stable: only moves the profile last
+
+
+def filter_select_id(key: str) -> str:
+    """``filter-profile`` / ``filter-engagement`` for the native keys, else ``filter-<key>``."""
+    if key in NATIVE_FILTERS:
+        return NATIVE_FILTERS[key][0]
+    return "filter-" + re.sub(r"[^A-Za-z0-9-]", "-", key.replace("_", "-"))
+
+
+def filter_prompt(key: str) -> str:
+    if key in NATIVE_FILTERS:
+        return NATIVE_FILTERS[key][1]
+    return "any " + escape_controls(key.replace("_", " "))
+
+
+def display_id(record_id: str, width: int) -> Text:
+    """``#12`` for a native id; a foreign id as is (inert, cut in the middle to fit)."""
+    if record_id.isdigit():
+        return Text(f"#{record_id}")
+    return fit(record_id, width)
+
+
+def id_width(ids: list[str]) -> int:
+    widest = max((len(i) + 1 if i.isdigit() else len(i) for i in ids), default=0)
+    return min(max(ID_WIDTH, widest), MAX_ID_WIDTH)
 
 
 def weights_from_tenths(keyword_tenths: int) -> dict[str, float]:
@@ -82,13 +124,16 @@ class ResultList(OptionList):
         super().__init__(**kwargs)
         self.pane: SearchPane | None = None
 
-    def current_id(self) -> int | None:
+    def current_id(self) -> str | None:
+        """The highlighted result's record id (a string, as the source spells it)."""
         if self.highlighted is None or self.option_count == 0:
             return None
         option = self.get_option_at_index(self.highlighted)
-        return int(option.id) if option.id and option.id.isdigit() else None
+        return option.id or None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("refute", "forget") and not self.app.offers(action):  # type: ignore[attr-defined]
+            return False  # this source cannot do it even when writable: no key at all
         if action in ("refute", "forget", "select"):
             return True if self.current_id() is not None else None
         return True
@@ -138,14 +183,18 @@ class SearchPane(Pane):
         self.filters: dict[str, str] = {}
         self.base: SearchResponse | None = None
         self.response: SearchResponse | None = None
-        self.records: dict[int, MemoryRecord] = {}
-        self.expanded: set[int] = set()
-        self.explanations: dict[int, dict[str, Any]] = {}
+        self.records: dict[str, SourceRecord] = {}
+        self.expanded: set[str] = set()
+        self.explanations: dict[str, dict[str, Any]] = {}
         self.searching = False
+        self.index_progress: tuple[int, int] | None = None
+        """While the search worker builds the keyword index: (done, total); else None."""
         self._generation = 0
         self._focus_results_on_arrival = False
-        self.choices: tuple[list[str], list[str]] = ([], [])
+        self.choices: dict[str, list[str]] = {}
+        """The filter choices shown: ``tier`` and each scope key, to their values."""
         self.choices_requested = False
+        self.id_width = ID_WIDTH
         self.results_stale = False
         """The database changed since these results were computed (F5 / ctrl+r re-runs)."""
 
@@ -155,12 +204,15 @@ class SearchPane(Pane):
                 placeholder="search memory: words, tools, endpoints (enter runs)", id="query"
             )
             yield Select[str](
-                [(t, t) for t in TIERS], prompt="any tier", id="filter-tier", type_to_search=False
+                [(t, t) for t in self.source.tiers],
+                prompt="any tier",
+                id="filter-tier",
+                type_to_search=False,
             )
-            yield Select[str](
-                [], prompt="any engagement", id="filter-engagement", type_to_search=False
-            )
-            yield Select[str]([], prompt="any profile", id="filter-profile", type_to_search=False)
+            for key in filter_keys_in_order(self.source):
+                yield Select[str](
+                    [], prompt=filter_prompt(key), id=filter_select_id(key), type_to_search=False
+                )
         yield Static(id="search-status")
         with Vertical(id="results-box") as box:
             box.border_title = "results"
@@ -170,8 +222,7 @@ class SearchPane(Pane):
             results.pane = self
             yield results
 
-    @staticmethod
-    def _grid() -> Table:
+    def _grid(self) -> Table:
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(width=1)
         grid.add_column(width=3, justify="right")
@@ -179,7 +230,7 @@ class SearchPane(Pane):
         grid.add_column(width=6, justify="right")
         grid.add_column(width=2)
         grid.add_column(width=9)
-        grid.add_column(width=7, justify="right")
+        grid.add_column(width=self.id_width, justify="right", no_wrap=True)
         grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
         return grid
 
@@ -250,22 +301,37 @@ class SearchPane(Pane):
         name="Reading scopes",
     )
     def _load_filters(self) -> None:
-        engagements = self.store.engagements()
-        profiles = self.store.profiles()
-        self.app.call_from_thread(self._apply_filters, engagements, profiles)
+        source = self.source
+        choices: dict[str, list[str]] = {"tier": self._tier_choices(source)}
+        for key in filter_keys_in_order(source):
+            choices[key] = [str(v) for v in source.scope_values(key)]
+        if get_current_worker().is_cancelled:
+            return
+        self.app.call_from_thread(self._apply_filters, choices)
 
-    def _apply_filters(self, engagements: list[str], profiles: list[str]) -> None:
-        if (engagements, profiles) == self.choices:
+    @staticmethod
+    def _tier_choices(source: MemorySource) -> list[str]:
+        """The source's tiers in its order, then any more its data has (a foreign store)."""
+        tiers = list(source.tiers)
+        if source.can("lanes"):
+            return tiers  # a memtui database: its tiers are exactly ``source.tiers``
+        found = [f.tier for f in source.facets(include_hidden=True)]
+        return tiers + [t for t in found if t not in tiers]
+
+    def _apply_filters(self, choices: dict[str, list[str]]) -> None:
+        if choices == self.choices:
             return  # a live refresh with the same scopes: leave the filters alone
-        self.choices = (engagements, profiles)
+        self.choices = choices
         self._fill_selects()
 
     def _fill_selects(self) -> None:
-        engagements, profiles = self.choices
-        for select_id, values in (
-            ("#filter-engagement", engagements),
-            ("#filter-profile", profiles),
-        ):
+        for key, values in self.choices.items():
+            if key == "tier":
+                if values == list(self.source.tiers):
+                    continue  # the options composed with the bar: leave them as they are
+                select_id = "#filter-tier"
+            else:
+                select_id = "#" + filter_select_id(key)
             select = self.query_one(select_id, Select)
             current = select.value if isinstance(select.value, str) else None
             fill_select(select, values, current)
@@ -275,7 +341,7 @@ class SearchPane(Pane):
         for widget in self.query("#search-bar > *"):
             widget.compact = compact  # type: ignore[attr-defined]
         self.set_class(compact, "-compact")
-        if self.choices != ([], []):
+        if self.choices:
             self._fill_selects()
 
     @on(Select.Changed)
@@ -287,11 +353,10 @@ class SearchPane(Pane):
 
     def current_filters(self) -> dict[str, str]:
         filters: dict[str, str] = {}
-        for select_id, key in (
-            ("#filter-tier", "tier"),
-            ("#filter-engagement", "engagement"),
-            ("#filter-profile", "profile_hash"),
-        ):
+        selects = [("#filter-tier", "tier")] + [
+            ("#" + filter_select_id(key), key) for key in filter_keys_in_order(self.source)
+        ]
+        for select_id, key in selects:
             value = self.query_one(select_id, Select).value
             if isinstance(value, str):
                 filters[key] = value
@@ -316,6 +381,7 @@ class SearchPane(Pane):
         self.filters = self.current_filters()
         self._generation += 1
         self.searching = True
+        self.index_progress = None
         self.results.loading = True
         self._show_status()
         self._search(self._generation, text, dict(self.filters), keep_place)
@@ -329,17 +395,41 @@ class SearchPane(Pane):
     def _search(
         self, generation: int, text: str, filters: dict[str, str], keep_place: bool
     ) -> None:
-        store = self.store
-        response = hybrid_search(store, text, limit=RESULT_LIMIT, filters=filters)
-        ids = [c.record_id for c in response.candidates]
-        records = store.get_many(ids)
-        if get_current_worker().is_cancelled:
+        source = self.source
+        worker = get_current_worker()
+
+        def progress(done: int, total: int) -> None:
+            if not worker.is_cancelled:
+                self.app.call_from_thread(self._show_index_progress, generation, (done, total))
+
+        if not source.index_status().get("ready", True):
+            # A foreign store without its keyword index yet: build it first, visibly.
+            progress(0, 0)
+            source.build_index(progress)
+            self.app.call_from_thread(self._show_index_progress, generation, None)
+        response = source.search(
+            text,
+            embedder=self.memtui.embedder,
+            limit=RESULT_LIMIT,
+            filters=filters,
+            progress=progress,
+        )
+        records = source.get_many([c.id for c in response.candidates])  # type: ignore[attr-defined]
+        if worker.is_cancelled:
             return
         self.app.call_from_thread(self._apply_search, generation, response, records, keep_place)
+
+    def _show_index_progress(self, generation: int, progress: tuple[int, int] | None) -> None:
+        """The status line follows the index build; None: built, now searching."""
+        if generation != self._generation or not self.searching:
+            return
+        self.index_progress = progress
+        self._show_status()
 
     def worker_failed(self, worker: Worker) -> None:
         if worker.group == "search":
             self.searching = False
+            self.index_progress = None
             self.results.loading = False
             self._show_status(error=str(worker.error))
 
@@ -347,12 +437,13 @@ class SearchPane(Pane):
         self,
         generation: int,
         response: SearchResponse,
-        records: dict[int, MemoryRecord],
+        records: dict[str, SourceRecord],
         keep_place: bool,
     ) -> None:
         if generation != self._generation:
             return
         self.searching = False
+        self.index_progress = None
         self.results.loading = False
         self.base = response
         self.records = records
@@ -375,7 +466,7 @@ class SearchPane(Pane):
         if weights == weights_from_tenths(DEFAULT_KEYWORD_TENTHS):
             self.response = self.base
         else:
-            self.response = rerank(self.base, weights)
+            self.response = self.source.rerank(self.base, weights)
         self._render_results(keep_place=keep_place)
         self._show_status()
         for record_id in self.expanded:
@@ -424,22 +515,26 @@ class SearchPane(Pane):
             note = response.trace.get("note") or "No live record matches this query in this scope."
             results.add_option(Option(safe_text(note, style="dim"), disabled=True))
             return
+        width = id_width([result.id for result in response.results])
+        if width != self.id_width:
+            self.id_width = width
+            self.query_one("#results-header", Static).update(self._header())
         results.add_options(
-            [Option(self._prompt(result), id=str(result.record_id)) for result in response.results]
+            [Option(self._prompt(result), id=result.id) for result in response.results]
         )
         index = 0
         if previous is not None:
             for i, result in enumerate(response.results):
-                if result.record_id == previous:
+                if result.id == previous:
                     index = i
                     break
         results.highlighted = index
 
     def _prompt(self, result: Any) -> Any:
         assert self.response is not None
-        record = self.records.get(result.record_id)
+        record = self.records.get(result.id)
         grid = self._grid()
-        expanded = result.record_id in self.expanded
+        expanded = result.id in self.expanded
         marker = "▼" if expanded else "▶"
         kind = Text()
         if record is not None:
@@ -449,7 +544,7 @@ class SearchPane(Pane):
             content.append_text(one_line(record.record_type, 12))
             content.append("  ")
             content.append_text(one_line(record.content, 300))
-            if record_state(record, self.now()) != "live":
+            if not record.live:  # refuted, expired... since the search ran
                 content.stylize("dim")
         else:
             content.append("(record no longer on file)", style="dim")
@@ -463,29 +558,29 @@ class SearchPane(Pane):
             Text(score_text(result.score), style="bold"),
             lanes,
             kind,
-            Text(f"#{result.record_id}", style="dim"),
+            display_id(result.id, self.id_width),
             content,
         )
         if not expanded:
             return grid
-        explanation = self.explanations.get(result.record_id)
+        explanation = self.explanations.get(result.id)
         breakdown = render_breakdown(result, self.response.trace, explanation)
         return Group(grid, breakdown)
 
-    def _refresh_option(self, record_id: int) -> None:
+    def _refresh_option(self, record_id: str) -> None:
         if self.response is None:
             return
         for index, result in enumerate(self.response.results):
-            if result.record_id == record_id:
+            if result.id == record_id:
                 self.results.replace_option_prompt_at_index(index, self._prompt(result))
                 return
 
     @on(OptionList.OptionSelected, "#results")
     def _toggle(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        if not event.option.id or not event.option.id.isdigit():
+        if not event.option.id:
             return
-        record_id = int(event.option.id)
+        record_id = event.option.id
         if record_id in self.expanded:
             self.expanded.discard(record_id)
         else:
@@ -500,18 +595,18 @@ class SearchPane(Pane):
         if results.highlighted is not None:
             results.scroll_to_highlight(top=True)
 
-    def _ensure_explanation(self, record_id: int) -> None:
+    def _ensure_explanation(self, record_id: str) -> None:
         if record_id in self.explanations or self.response is None:
             return
-        result = next((r for r in self.response.results if r.record_id == record_id), None)
+        result = next((r for r in self.response.results if r.id == record_id), None)
         if result is None or result.trace["keyword"]["raw"] is None:
             return
         self._explain(self._generation, self.query_text, record_id)
 
     @work(thread=True, group="explain", exit_on_error=False, name="Explaining BM25")
-    def _explain(self, generation: int, text: str, record_id: int) -> None:
+    def _explain(self, generation: int, text: str, record_id: str) -> None:
         try:
-            explanation = explain_keyword(self.store, text, record_id)
+            explanation = self.source.explain(text, record_id)
         except Exception as exc:  # shown in the breakdown, and as a notification
             explanation = {"error": str(exc)}
             self.app.call_from_thread(
@@ -523,7 +618,7 @@ class SearchPane(Pane):
         self.app.call_from_thread(self._apply_explanation, generation, record_id, explanation)
 
     def _apply_explanation(
-        self, generation: int, record_id: int, explanation: dict[str, Any]
+        self, generation: int, record_id: str, explanation: dict[str, Any]
     ) -> None:
         if generation != self._generation:
             return
@@ -553,7 +648,11 @@ class SearchPane(Pane):
             else:
                 out.append(" (what-if; = restores)", style="bold yellow")
         out.append("   ")
-        if self.searching:
+        if self.searching and self.index_progress is not None:
+            done, total = self.index_progress
+            out.append("building the keyword index", style="bold yellow")
+            out.append(f": {done}/{total} " if total else "… ", style="bold yellow")
+        elif self.searching:
             out.append("searching… ", style="bold yellow")
         elif self.base is not None:
             trace = self.base.trace
@@ -574,7 +673,9 @@ class SearchPane(Pane):
             excluded = trace.get("excluded") or {}
             hidden = sum(excluded.values()) if excluded else 0
             if hidden:
-                out.append(f" · {hidden} refuted/expired/out of scope left out", style="dim")
+                flagged = self.source.hidden_state  # refuted, inactive, deleted...
+                why = "expired" if flagged == "expired" else f"{flagged}/expired"
+                out.append(f" · {hidden} {why}/out of scope left out", style="dim")
         else:
             out.append("no search yet", style="dim")
         if self.results_stale and not self.searching:

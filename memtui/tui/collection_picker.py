@@ -1,0 +1,85 @@
+"""Pick one Qdrant collection when a store holds several and none was named.
+
+Shown before the main app: each collection with its point count, vector size,
+distance and what memtui recognizes it as (Cyber-AutoAgent memories, mem0,
+a web-search cache...). ``enter`` opens the highlighted one; ``escape`` quits.
+Collection names come from the store: they are shown as inert text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Static
+
+from memtui.render import one_line
+
+COLUMNS = (("collection", 40), ("points", 10), ("dims", 6), ("distance", 10), ("holds", 30))
+
+
+class CollectionPicker(App[str | None]):
+    """A table of collections; returns the chosen name (None: the operator quit)."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "memtui"
+
+    BINDINGS = [
+        Binding("enter", "choose", "Open collection", priority=True),
+        Binding("escape,q", "quit_picker", "Quit", key_display="esc"),
+    ]
+
+    def __init__(self, where: str, collections: Sequence[Any]) -> None:
+        super().__init__()
+        self.where = where
+        self.collections = list(collections)
+
+    def compose(self) -> ComposeResult:
+        head = Text("memtui ", style="bold")
+        head.append_text(one_line(self.where, 80))
+        head.append(
+            f" holds {len(self.collections)} Qdrant collections: pick one "
+            "(or name it with --collection NAME)",
+            style="",
+        )
+        yield Static(head, id="picker-title")
+        yield DataTable(id="collections", cursor_type="row")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        from memtui.sources.qdrant import KIND_LABELS
+
+        table = self.query_one("#collections", DataTable)
+        for name, width in COLUMNS:
+            table.add_column(name, width=width, key=name)
+        for info in self.collections:
+            table.add_row(
+                one_line(info.name, 40),
+                Text("?" if info.points is None else str(info.points), justify="right"),
+                Text("?" if info.dim is None else str(info.dim), justify="right"),
+                one_line(info.distance or "?", 10),
+                one_line(KIND_LABELS.get(info.kind, "Qdrant collection"), 30),
+            )
+        table.focus()
+
+    def chosen(self) -> str | None:
+        table = self.query_one("#collections", DataTable)
+        if not self.collections or not 0 <= table.cursor_row < len(self.collections):
+            return None
+        return self.collections[table.cursor_row].name
+
+    def action_choose(self) -> None:
+        name = self.chosen()
+        if name is not None:
+            self.exit(name)
+
+    @on(DataTable.RowSelected, "#collections")
+    def _selected(self, event: DataTable.RowSelected) -> None:
+        self.action_choose()
+
+    def action_quit_picker(self) -> None:
+        self.exit(None)
