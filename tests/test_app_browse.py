@@ -547,3 +547,46 @@ async def test_a_letta_store_names_its_keys_and_dims_deleted_records(tmp_path: P
             assert len(table.records) == live
     finally:
         source.close()
+
+
+async def test_the_tiers_and_a_page_show_before_the_scopes_are_counted(
+    store: MemoryStore, monkeypatch
+):
+    """At a million records the scope counts take two index scans: the first screen
+    (tiers with counts, a page of records) must not wait for them."""
+    app = make_app(store, poll_interval=None, check_on_start=False)
+    release = threading.Event()
+    original = app.source.facets
+
+    def slow_facets(*args, **kwargs):
+        release.wait(10)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(app.source, "facets", slow_facets)
+    pages: list[dict] = []
+    page = app.source.page
+    monkeypatch.setattr(app.source, "page", lambda f=None, **k: pages.append(k) or page(f, **k))
+    async with app.run_test(size=SIZE) as pilot:
+        tree = app.query_one(ScopeTree)
+        table = app.query_one(RecordTable)
+        for _ in range(200):
+            await pilot.pause(0.01)
+            if table.records:
+                break
+        live = store.tier_counts()
+        every = store.tier_counts(include_refuted=True, include_expired=True)
+        for tier, count in live.items():
+            node = tree.find("tier", tier, tier)
+            assert node is not None and node.data is not None
+            assert (node.data.live, node.data.hidden) == (count, every[tier] - count)
+            assert not node.children  # the scopes are still being counted
+        working = [str(r.id) for r in store.fetch(tier="working", limit=200)]
+        assert [r.id for r in table.records] == working
+        assert "working" in screen_text(app) and app.browse.refreshing
+        release.set()
+        await settle(pilot)
+        node = tree.find("tier", "working", "working")
+        engagements = store.scope_counts("working")["engagement"]
+        assert [c.data.value for c in node.children] == list(engagements)
+        assert not app.browse.refreshing
+        assert len(pages) == 1  # the table was not read again when the scopes came

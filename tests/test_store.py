@@ -349,3 +349,25 @@ def test_opening_a_second_store_keeps_the_first_connections_locks(db_path):
         subprocess.run([sys.executable, "-c", other, str(db_path)], check=True)
         assert db_path.with_name(db_path.name + "-wal").exists()
         assert db_path.with_name(db_path.name + "-shm").exists()
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["live", "with-hidden"])
+def test_scope_facets_equal_tier_and_scope_counts_and_follow_every_write(sample_db, hidden):
+    from memtui.core.records import TIERS
+
+    with MemoryStore(sample_db, clock=fixed_clock) as store:
+        flags = {"include_refuted": hidden, "include_expired": hidden}
+        facets = store.scope_facets(**flags)
+        assert {tier: count for tier, (count, _) in facets.items()} == store.tier_counts(**flags)
+        for tier in TIERS:
+            assert facets[tier][1] == store.scope_counts(tier, **flags)
+        assert sum(count for count, _ in facets.values()) > 0
+        # The cached totals follow this store's own writes...
+        store.add_record(tier="working", record_type="note", content="x", engagement="new-eng")
+        assert store.scope_facets(**flags)["working"][1]["engagement"]["new-eng"] == 1
+        assert store.tier_counts(**flags)["working"] == facets["working"][0] + 1
+        # ...and another process's.
+        with MemoryStore(sample_db, clock=fixed_clock) as other:
+            other.add_record(tier="episodic", record_type="note", content="y", engagement="far")
+        assert store.scope_facets(**flags)["episodic"][1]["engagement"]["far"] == 1
+        assert store.tier_counts(**flags)["episodic"] == facets["episodic"][0] + 1

@@ -291,6 +291,8 @@ class MemoryStore:
         self._side: sqlite3.Connection | None = None
         self._side_lock = threading.Lock()
         self._write_serial = 0
+        self._facet_cache: tuple[Any, dict[str, dict[tuple[str, Any], int]]] | None = None
+        self._tier_cache: tuple[Any, dict[str, int]] | None = None
         self._busy_timeout_ms = int(busy_timeout_ms)
         if not fts5_available():
             raise MemoryStoreError(
@@ -615,8 +617,7 @@ class MemoryStore:
         leaves out (refuted; expired), which have small partial indexes of their own.
         """
         counts = dict.fromkeys(TIERS, 0)
-        for tier, count in self.query("SELECT tier, count(*) FROM records GROUP BY tier"):
-            counts[tier] = count
+        counts.update(self._tier_totals())
         for (tier,), count in self._hidden_counts(("tier",), include_refuted, include_expired):
             counts[tier] -= count
         return counts
@@ -680,6 +681,78 @@ class MemoryStore:
                 if totals[value] > 0
             }
         return result
+
+    FACET_KEYS: tuple[str, ...] = ("profile_hash", "engagement")
+
+    def scope_facets(
+        self, *, include_refuted: bool = False, include_expired: bool = False
+    ) -> dict[str, tuple[int, dict[str, dict[str, int]]]]:
+        """Every tier's record count and its counts by profile and by engagement.
+
+        The same numbers as ``tier_counts`` and ``scope_counts`` for each tier, in
+        one pass: the totals come from two covering-index scans (kept until the
+        database changes, so the live and the all-inclusive view share them) less
+        the rows the live rule hides, from their small partial indexes.
+        """
+        totals = self._scope_totals()
+        out: dict[str, tuple[int, dict[str, dict[str, int]]]] = {}
+        tier_totals = dict.fromkeys(TIERS, 0)
+        per_key: dict[str, dict[tuple[str, Any], int]] = {}
+        for key in self.FACET_KEYS:
+            counts = dict(totals[key])
+            for (tier, value), count in self._hidden_counts(
+                ("tier", key), include_refuted, include_expired
+            ):
+                counts[(tier, value)] -= count
+            per_key[key] = counts
+        for (tier, _value), count in per_key[self.FACET_KEYS[0]].items():
+            tier_totals[tier] = tier_totals.get(tier, 0) + count
+        for tier, total in tier_totals.items():
+            scopes: dict[str, dict[str, int]] = {}
+            for key in self.FACET_KEYS:
+                values = {
+                    value: count
+                    for (t, value), count in per_key[key].items()
+                    if t == tier and value is not None and count > 0
+                }
+                scopes[key] = dict(sorted(values.items()))
+            out[tier] = (total, scopes)
+        return out
+
+    def _tier_totals(self) -> dict[str, int]:
+        """Row counts per tier, hidden rows included; cached under ``change_token`` (the
+        live and the all-inclusive counts share one index scan)."""
+        with self._lock:
+            token = self.change_token()
+            cached = self._tier_cache
+            if cached is not None and cached[0] == token:
+                return cached[1]
+            totals = dict(self.query("SELECT tier, count(*) FROM records GROUP BY tier"))
+            self._tier_cache = (token, totals)
+            return totals
+
+    def _scope_totals(self) -> dict[str, dict[tuple[str, Any], int]]:
+        """Row counts by (tier, profile) and by (tier, engagement), hidden rows included.
+
+        Cached under ``change_token``: a second look (the live view after the
+        all-inclusive one, a filter list, the lanes' choices) costs nothing until
+        the database changes.
+        """
+        with self._lock:
+            token = self.change_token()
+            cached = self._facet_cache
+            if cached is not None and cached[0] == token:
+                return cached[1]
+            totals: dict[str, dict[tuple[str, Any], int]] = {}
+            for key in self.FACET_KEYS:
+                totals[key] = {
+                    (tier, value): count
+                    for tier, value, count in self.query(
+                        f"SELECT tier, {key}, count(*) FROM records GROUP BY tier, {key}"
+                    )
+                }
+            self._facet_cache = (token, totals)
+            return totals
 
     def engagements(self) -> list[str]:
         rows = self.query(

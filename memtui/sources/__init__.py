@@ -5,6 +5,8 @@ local folder by its layout; a Qdrant server with ``qdrant_url=``) and returns
 a ``MemorySource``; see ``memtui.sources.base`` for the contract.
 """
 
+from typing import Any
+
 from memtui.sources.base import (
     CAPABILITIES,
     RECORD_STATES,
@@ -18,8 +20,27 @@ from memtui.sources.base import (
     SourceSummary,
     TierFacet,
 )
-from memtui.sources.detect import KINDS, open_source, recognize
-from memtui.sources.qdrant import CollectionChoiceError
+
+# The adapters load on first use: the app on a memtui database (and anything that
+# needs only the interface) does not pay for importing every store's adapter.
+_LAZY = {
+    "KINDS": "memtui.sources.detect",
+    "open_source": "memtui.sources.detect",
+    "recognize": "memtui.sources.detect",
+    "CollectionChoiceError": "memtui.sources.qdrant",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CAPABILITIES",

@@ -342,6 +342,14 @@ class MemorySource(ABC):
         listed with that value as a filter too.
         """
 
+    #: whether ``tier_counts`` is much cheaper than ``facets`` (a view may then show
+    #: the tiers first and their scopes when they are counted)
+    quick_tier_counts: bool = False
+
+    def tier_counts(self, *, include_hidden: bool = False) -> dict[str, int]:
+        """Record counts per tier: the counts of ``facets`` without their scopes."""
+        return {f.tier: f.count for f in self.facets(include_hidden=include_hidden)}
+
     @abstractmethod
     def page(
         self,

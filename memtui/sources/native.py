@@ -105,10 +105,9 @@ class NativeSource(MemorySource):
         return self.store.now()
 
     def scope_values(self, key: str) -> list[str]:
-        if key == "profile_hash":
-            return self.store.profiles()
-        if key == "engagement":
-            return self.store.engagements()
+        if key in FACET_KEYS:  # every value on file, from the counts the tree shares
+            facets = self.store.scope_facets(include_refuted=True, include_expired=True)
+            return sorted({v for _count, scopes in facets.values() for v in scopes[key]})
         return super().scope_values(key)
 
     def summary(self):  # type: ignore[override]
@@ -166,16 +165,13 @@ class NativeSource(MemorySource):
         filters = self.check_filters(filters)
         store = self.store
         if not filters:
-            tiers = store.tier_counts(
+            facets = store.scope_facets(
                 include_refuted=include_hidden, include_expired=include_hidden
             )
-            out = []
-            for tier, count in tiers.items():
-                scopes = store.scope_counts(
-                    tier, include_refuted=include_hidden, include_expired=include_hidden
-                )
-                out.append(TierFacet(tier=tier, count=count, scopes=scopes))
-            return out
+            return [
+                TierFacet(tier=tier, count=count, scopes=scopes)
+                for tier, (count, scopes) in facets.items()
+            ]
         # Filtered facets: one grouped query per key, through the store's scope clause.
         where, params = store.scope_clause(
             filters, include_refuted=include_hidden, include_expired=include_hidden
@@ -197,6 +193,13 @@ class NativeSource(MemorySource):
             TierFacet(tier=t, count=counts[t], scopes={k: scopes[t].get(k, {}) for k in FACET_KEYS})
             for t in TIERS
         ]
+
+    quick_tier_counts = True
+
+    def tier_counts(self, *, include_hidden: bool = False) -> dict[str, int]:
+        return self.store.tier_counts(
+            include_refuted=include_hidden, include_expired=include_hidden
+        )
 
     def page(
         self,
@@ -375,9 +378,8 @@ class NativeSource(MemorySource):
         return self.store.blast_radius(engagement=engagement)
 
     def lane_choices(self) -> tuple[list[str], dict[str, int], list[str]]:
-        store = self.store
-        tactics = store.scope_counts("longterm").get("profile_hash", {})
-        return store.profiles(), tactics, store.engagements()
+        tactics = self.store.scope_facets()["longterm"][1].get("profile_hash", {})
+        return self.scope_values("profile_hash"), tactics, self.scope_values("engagement")
 
     def lanes(
         self, profile: str | None, engagement: str | None, *, min_denominator: int

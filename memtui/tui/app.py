@@ -22,6 +22,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.lazy import Lazy
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
@@ -166,7 +167,9 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         with TabbedContent(id="tabs", initial="browse"):
             for number, (tab, title) in enumerate(TABS, start=1):
                 with TabPane(f"{number} {title}", id=tab):
-                    yield self._pane(tab)
+                    # Hidden tabs mount after the first frame: Browse shows sooner.
+                    pane = self._pane(tab)
+                    yield pane if tab == "browse" else Lazy(pane)
         yield Footer()
 
     @staticmethod
@@ -247,6 +250,11 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def pane(self, tab: str) -> Pane:
         return self.query_one(f"#{tab}-pane", Pane)
 
+    def mounted_pane(self, tab: str) -> Pane | None:
+        """The tab's pane, or None while it is still waiting to mount (``Lazy``)."""
+        found = self.query(f"#{tab}-pane")
+        return found.first(Pane) if found else None
+
     def update_summary(self, tiers: dict[str, tuple[int, int]]) -> None:
         live = sum(n for n, _ in tiers.values())
         hidden = sum(h for _, h in tiers.values())
@@ -316,7 +324,9 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         active = self.active_tab
         self.browse.reload()  # the header's counts come from its tree
         for tab in ("search", "lanes", "audit"):
-            self.pane(tab).database_changed(shown=active == tab)
+            pane = self.mounted_pane(tab)
+            if pane is not None:  # a tab still mounting reads the database when it is
+                pane.database_changed(shown=active == tab)
         self._load_banner()
 
     def action_refresh(self) -> None:
@@ -399,10 +409,23 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         tabs.active = tab
 
     def action_switch_tab(self, tab: str) -> None:
-        self._show_tab(tab, self.pane(tab).focus_main)
+        pane = self.mounted_pane(tab)
+        if pane is None:  # a key pressed before the lazy tab mounted: once it has
+            self.call_after_refresh(self.action_switch_tab, tab)
+            return
+        self._show_tab(tab, pane.focus_main)
 
     def action_search(self) -> None:
+        if self.mounted_pane("search") is None:
+            self.call_after_refresh(self.action_search)
+            return
         self._show_tab("search", self.search.focus_query)
+
+    async def action_quit(self) -> None:
+        if self.query(Lazy):  # a tab still mounting: quit once it has (no half-built exit)
+            self.call_after_refresh(self.action_quit)
+            return
+        self.exit()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -413,6 +436,9 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.browse.action_toggle_hidden()
 
     def action_verify_audit(self) -> None:
+        if self.mounted_pane("audit") is None:
+            self.call_after_refresh(self.action_verify_audit)
+            return
         self.action_switch_tab("audit")
         self.audit.action_verify()
 
@@ -423,7 +449,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if self.active_tab == "browse":
             record = self.browse.table.current
             return record.id if record else None
-        if self.active_tab == "search":
+        if self.active_tab == "search" and self.mounted_pane("search") is not None:
             return self.search.results.current_id()
         return None
 
@@ -575,7 +601,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             timeout=8,
             markup=False,
         )
-        self.audit.reload()
+        if self.mounted_pane("audit") is not None:
+            self.audit.reload()
 
     def request_forget_engagement(self, engagement: str) -> None:
         if self.refuse_unless_able("forget-scope"):
@@ -784,7 +811,9 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def refresh_views(self) -> None:
         """After a change: recount and reload every tab, re-run the search."""
         for tab, _ in TABS:
-            self.pane(tab).reload()
+            pane = self.mounted_pane(tab)
+            if pane is not None:
+                pane.reload()
 
 
 CHECK_SCRIPT = """

@@ -212,6 +212,8 @@ class AuditPane(Pane):
             yield Static(id="audit-detail-body")
 
     def on_mount(self) -> None:
+        if not self.query("#chain-status"):
+            return  # the app closed while this (lazily mounted) tab was mounting
         self.reload()
 
     def on_resize(self) -> None:

@@ -721,6 +721,8 @@ class BrowsePane(Pane):
         super().__init__(**kwargs)
         self.show_hidden = False
         self._initial = True
+        self._scopes_follow = False
+        """The tree shows the tiers alone; their scopes are being counted."""
         self._counting = False
         self.tier_totals: dict[str, tuple[int, int]] = {}
         self.revealed: dict[str, dict[str, Any]] = {}
@@ -803,6 +805,18 @@ class BrowsePane(Pane):
     @work(thread=True, exclusive=True, group="counts", exit_on_error=False, name="Counting records")
     def _count(self, show_hidden: bool) -> None:
         source = self.source
+        if self._initial and source.quick_tier_counts:
+            # The first screen needs the tiers' counts and a page of records; the scopes
+            # (two index scans at a million records) follow when they are counted.
+            live_tiers = source.tier_counts()
+            every_tiers = source.tier_counts(include_hidden=True)
+            tiers_only = scope_nodes(
+                source,
+                [TierFacet(tier=t, count=n) for t, n in live_tiers.items()],
+                [TierFacet(tier=t, count=n) for t, n in every_tiers.items()],
+                show_hidden,
+            )
+            self.app.call_from_thread(self._apply_counts, tiers_only, show_hidden, False)
         live = source.facets()
         if get_current_worker().is_cancelled:
             return
@@ -812,8 +826,12 @@ class BrowsePane(Pane):
         nodes = scope_nodes(source, live, every, show_hidden)
         self.app.call_from_thread(self._apply_counts, nodes, show_hidden)
 
-    def _apply_counts(self, nodes: list[tuple[ScopeNode, list[ScopeNode]]], hidden: bool) -> None:
-        self._counting = False
+    def _apply_counts(
+        self, nodes: list[tuple[ScopeNode, list[ScopeNode]]], hidden: bool, final: bool = True
+    ) -> None:
+        """Show the counted tree; ``final`` False: the tiers alone, their scopes to follow."""
+        self._counting = not final
+        scopes_follow, self._scopes_follow = self._scopes_follow, not final
         tree, table = self.tree, self.table
         previous = table.scope
         keep_row = table.cursor_row if previous is not None and table.records else None
@@ -843,7 +861,10 @@ class BrowsePane(Pane):
                 keep_row = None
         if node is None or node.data is None:
             return
-        table.load(node.data, hidden, keep_row, keep_id)
+        if scopes_follow and node.data == previous and hidden == table.show_hidden:
+            table.scope = node.data  # the scopes arrived; the table already shows this tier
+        else:
+            table.load(node.data, hidden, keep_row, keep_id)
         tree.get_node_at_line(0)  # builds the new tree's lines, so the node knows its line
         tree.move_cursor(node, animate=False)
 

@@ -254,6 +254,8 @@ class SearchPane(Pane):
         return self.query_one(ResultList)
 
     def on_mount(self) -> None:
+        if not self.query(ResultList):
+            return  # the app closed while this (lazily mounted) tab was mounting
         self._show_status()
         self.results.add_option(
             Option(Text("Type a query above and press enter.", style="dim"), disabled=True)
