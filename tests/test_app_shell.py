@@ -177,3 +177,40 @@ async def test_wide_terminal_shows_every_column(store: MemoryStore):
         header = screen_text(app)
         for column in ("id", "type", "tool", "grade", "s/a", "created", "expires", "content"):
             assert column in header
+
+
+@pytest.mark.parametrize("press_early", [False, True], ids=["waits", "key-pressed-early"])
+async def test_hidden_tabs_mount_after_browses_first_page(
+    store: MemoryStore, monkeypatch, press_early
+):
+    """Search, Lanes and Audit are built once Browse shows its first page (they would
+    compete with it at a million records); a key pressed before then still works."""
+    import threading
+
+    from textual.widgets import Input
+
+    app = make_app(store, poll_interval=None, check_on_start=False)
+    release = threading.Event()
+    original = app.source.page
+
+    def slow_page(*args, **kwargs):
+        release.wait(10)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(app.source, "page", slow_page)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.2)
+        assert app.mounted_pane("browse") is not None
+        assert [app.mounted_pane(t) for t in ("search", "lanes", "audit")] == [None] * 3
+        if press_early:
+            await pilot.press("2")
+            await pilot.pause(0.3)
+        release.set()
+        await settle(pilot)
+        assert all(app.mounted_pane(t) is not None for t in ("search", "lanes", "audit"))
+        if press_early:
+            assert app.active_tab == "search"
+            assert app.focused is app.query_one("#query", Input)
+        else:
+            assert app.active_tab == "browse"
+            assert app.query_one(RecordTable).records

@@ -18,11 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.lazy import Lazy
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
@@ -32,7 +31,7 @@ from memtui.render import escape_controls, safe_text
 from memtui.sources.base import ForgetOutcome, MemorySource, SourceRecord
 from memtui.tui.audit_view import AuditPane
 from memtui.tui.base import Pane, ReportsWorkerErrors
-from memtui.tui.browse import BrowsePane
+from memtui.tui.browse import BrowsePane, RecordTable
 from memtui.tui.commands import MemtuiCommands
 from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog, RevealDialog
 from memtui.tui.format import fit, hidden_words, now_label, plural
@@ -133,6 +132,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.kept_reasons: dict[tuple[str, str], str] = {}
         self.check_report: dict[str, Any] | None = None
         self._check_process: subprocess.Popen[str] | None = None
+        self._panes_state = "pending"
+        """The hidden tabs: "pending" until Browse's first page, "mounting", "mounted"."""
 
     @property
     def read_only(self) -> bool:
@@ -167,9 +168,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         with TabbedContent(id="tabs", initial="browse"):
             for number, (tab, title) in enumerate(TABS, start=1):
                 with TabPane(f"{number} {title}", id=tab):
-                    # Hidden tabs mount after the first frame: Browse shows sooner.
-                    pane = self._pane(tab)
-                    yield pane if tab == "browse" else Lazy(pane)
+                    if tab == "browse":  # the others mount once Browse shows its first page
+                        yield self._pane(tab)
         yield Footer()
 
     @staticmethod
@@ -182,16 +182,44 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         }
         return panes[tab](id=f"{tab}-pane")
 
+    HIDDEN_TABS_AT_THE_LATEST = 1.5
+    """Seconds after start at which the hidden tabs mount even if Browse has no page yet."""
+
     def on_mount(self) -> None:
         self.browse.table.focus()
+        self.set_timer(self.HIDDEN_TABS_AT_THE_LATEST, self._first_screen_shown)
         # "now" is the store's clock (fixed by MEMTUI_NOW in demos and tests), never the
         # terminal's; it only matters for expiry, so a coarse refresh is enough.
         self.set_interval(30, self._tick)
         if self.poll_interval:
             self.set_interval(self.poll_interval, self._poll)
-        if self.check_on_start and self.native and self.source.path.is_file():
-            self.call_after_refresh(self._run_check)
         self._load_banner()
+
+    def _when_tabs_mounted(self, action: Callable[..., Any], *args: Any) -> None:
+        """Run a key's action once the hidden tabs exist (mounting them now if need be)."""
+        if self._panes_state == "pending":
+            self.call_later(self._first_screen_shown)
+        self.set_timer(0.05, lambda: action(*args))
+
+    @on(RecordTable.PageLoaded)
+    def _page_shown(self) -> None:
+        if self._panes_state == "pending":
+            self.call_after_refresh(self._first_screen_shown)
+
+    async def _first_screen_shown(self) -> None:
+        """Browse shows its first page: mount the hidden tabs and start the file check.
+
+        Not before: at a million records their widgets and the check (a child
+        process reading the whole file) would compete with the first screen.
+        """
+        if self._panes_state != "pending":
+            return
+        self._panes_state = "mounting"
+        for tab, _ in TABS[1:]:
+            await self.query_one(f"#{tab}", TabPane).mount(self._pane(tab))
+        self._panes_state = "mounted"
+        if self.check_on_start and self.native and self.source.path.is_file():
+            self._run_check()
 
     def _tick(self) -> None:
         self.query_one("#clock", Static).update(Text(f"now {now_label(self.source.now())}"))
@@ -251,7 +279,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         return self.query_one(f"#{tab}-pane", Pane)
 
     def mounted_pane(self, tab: str) -> Pane | None:
-        """The tab's pane, or None while it is still waiting to mount (``Lazy``)."""
+        """The tab's pane, or None while it waits for Browse's first page to mount."""
         found = self.query(f"#{tab}-pane")
         return found.first(Pane) if found else None
 
@@ -411,19 +439,19 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def action_switch_tab(self, tab: str) -> None:
         pane = self.mounted_pane(tab)
         if pane is None:  # a key pressed before the lazy tab mounted: once it has
-            self.call_after_refresh(self.action_switch_tab, tab)
+            self._when_tabs_mounted(self.action_switch_tab, tab)
             return
         self._show_tab(tab, pane.focus_main)
 
     def action_search(self) -> None:
         if self.mounted_pane("search") is None:
-            self.call_after_refresh(self.action_search)
+            self._when_tabs_mounted(self.action_search)
             return
         self._show_tab("search", self.search.focus_query)
 
     async def action_quit(self) -> None:
-        if self.query(Lazy):  # a tab still mounting: quit once it has (no half-built exit)
-            self.call_after_refresh(self.action_quit)
+        if self._panes_state == "mounting":  # quit once the tabs are built, not half way
+            self._when_tabs_mounted(self.action_quit)
             return
         self.exit()
 
@@ -437,7 +465,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     def action_verify_audit(self) -> None:
         if self.mounted_pane("audit") is None:
-            self.call_after_refresh(self.action_verify_audit)
+            self._when_tabs_mounted(self.action_verify_audit)
             return
         self.action_switch_tab("audit")
         self.audit.action_verify()
