@@ -94,6 +94,60 @@ def test_forget_scope_erases_every_record_of_the_engagement(db_path):
     assert occurrences(db_path, CANARY2) == {"word": 0, "tail": 0}
 
 
+def _cache_bytes(folder: Path) -> list[tuple[str, bytes]]:
+    return [(p.name, p.read_bytes()) for p in sorted(folder.rglob("*")) if p.is_file()]
+
+
+@pytest.mark.parametrize("scope", [False, True])
+def test_forget_leaves_no_copy_of_the_vectors_in_the_cache(db_path, tmp_path, monkeypatch, scope):
+    """The cache files stay (no rebuild) but hold none of the forgotten vectors' bytes."""
+    import os
+
+    import numpy as np
+
+    from memtui.core import vector_cache
+    from memtui.core.search import hybrid_search
+    from memtui.core.store import pack_vector
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(vector_cache.CACHE_DIR_ENV, str(cache))
+    monkeypatch.setattr(vector_cache, "FILE_CACHE_MIN_VECTORS", 0)
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder()) as store:
+        _populate(store, 60)
+        doomed = [
+            store.add_record(
+                tier="working",
+                record_type="note",
+                content=f"{CANARY} secret {i} {CANARY2}",
+                engagement="doomed",
+            )
+            for i in range(1 if not scope else 6)
+        ]
+        _populate(store, 20)
+        hybrid_search(store, CANARY)
+        vector_cache.wait_for_writes()
+        matrix = next(cache.rglob("*.f32.npy"))
+        os.link(matrix, tmp_path / "blocks.npy")  # the blocks of the file the cache maps
+        payloads = [pack_vector(store.vector_of(i)) for i in doomed]
+        assert all(any(p in data for _, data in _cache_bytes(cache)) for p in payloads)
+        assert all(p in (tmp_path / "blocks.npy").read_bytes() for p in payloads)
+        if scope:
+            assert store.forget_scope(engagement="doomed", reason="contract ended") == 6
+        else:
+            assert store.forget(doomed[0], reason="leaked secret") is True
+        erasure = store.audit_events()[0]["details"]["erasure"]
+        assert erasure["vector_cache_erased"] is True
+        assert all(erasure.values())
+        for payload in payloads:
+            assert [name for name, data in _cache_bytes(cache) if payload in data] == []
+            assert payload not in (tmp_path / "blocks.npy").read_bytes()
+        assert matrix.exists()  # kept: the next search maps it, without the rows
+        cached = vector_cache.load(store)
+        assert set(doomed).isdisjoint(cached.live_ids().tolist())
+        assert not np.asarray(cached.matrix)[cached.removed].any()
+        assert set(doomed).isdisjoint(r.record_id for r in hybrid_search(store, CANARY).candidates)
+
+
 def test_without_the_purge_the_word_would_survive(db_path):
     """The byte check can fail: a DELETE without secure_delete leaves the word behind."""
     with MemoryStore(db_path, clock=fixed_clock) as store:

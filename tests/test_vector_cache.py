@@ -1,8 +1,8 @@
-"""The cached vector matrix: same answers as row by row, stale after any change, gone on forget."""
+"""The cached vector matrix: same answers as row by row, stale after any vector write,
+its forgotten rows zeroed (and the cache kept) on forget."""
 
 import os
 import sqlite3
-import time
 
 import numpy as np
 import pytest
@@ -100,8 +100,58 @@ def test_results_are_the_same_with_and_without_the_file_cache(tmp_path, monkeypa
     assert list((tmp_path / "cache" / "vectors").glob("vectors-*.f32.npy"))
 
 
-def test_forget_deletes_the_cache_and_a_rebuild_lacks_the_vector(cache_dir, db_path):
-    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+QUERIES = (
+    "alpha",
+    "bravo charlie",
+    "golf golf hotel",
+    "kilo lima alpha echo",
+    "zanzibar quokka marmalade alpha",
+)
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """Every matrix built from the database (not loaded, not carried over), by store."""
+    calls = []
+    real = vector_cache._read_vectors
+
+    def counting(store, dim, writer):
+        calls.append(store)
+        return real(store, dim, writer)
+
+    monkeypatch.setattr(vector_cache, "_read_vectors", counting)
+    return calls
+
+
+def lanes(store, embedder, filters=None, pool_size=100):
+    return [
+        list(_vector_lane(store, embedder([q])[0], filters, pool_size).raw.items()) for q in QUERIES
+    ]
+
+
+def rebuilt_lanes(store, embedder, monkeypatch, folder, filters=None):
+    """The same lanes from a matrix built afresh from the database (another cache folder)."""
+    before = os.environ[vector_cache.CACHE_DIR_ENV]
+    monkeypatch.setenv(vector_cache.CACHE_DIR_ENV, str(folder))
+    try:
+        with MemoryStore(store.path, clock=fixed_clock, read_only=True) as other:
+            got = lanes(other, embedder, filters)
+            assert vector_cache.load(other).removed is None  # built, not carried over
+            vector_cache.wait_for_writes()
+    finally:
+        monkeypatch.setenv(vector_cache.CACHE_DIR_ENV, before)
+    return got
+
+
+def files_holding(folder, data):
+    return [p.name for p in sorted(folder.rglob("*")) if p.is_file() and data in p.read_bytes()]
+
+
+def test_forget_zeroes_the_row_and_the_next_search_needs_no_rebuild(
+    cache_dir, db_path, builds, monkeypatch, tmp_path
+):
+    embedder = HashEmbedder(64)
+    with MemoryStore(db_path, clock=fixed_clock, embedder=embedder) as store:
         _fill(store, 30)
         victim = store.add_record(
             tier="working", record_type="note", content="zanzibar quokka marmalade alpha"
@@ -112,34 +162,52 @@ def test_forget_deletes_the_cache_and_a_rebuild_lacks_the_vector(cache_dir, db_p
         files = vector_cache.cache_files(store)
         assert any(p.name.endswith(".f32.npy") for p in files)
         victim_vector = np.asarray(store.vector_of(victim), dtype=np.float32)
+        victim_bytes = pack_vector(victim_vector.tolist())
         matrix = next(p for p in files if p.name.endswith(".f32.npy"))
-        keep = cache_dir / "hardlink.npy"  # sees the blocks the cache file had
+        norms = next(p for p in files if p.name.endswith(".norms.npy"))
+        keep = cache_dir / "hardlink.npy"  # sees the blocks the cache file has
         os.link(matrix, keep)
         row = vector_cache.load(store).ids.tolist().index(victim)
         assert np.array_equal(np.load(keep)[row], victim_vector) and victim_vector.any()
+        assert files_holding(cache_dir, victim_bytes)  # the test must see the bytes first
+        assert victim in dict(lanes(store, embedder)[-1])
+        built = len(builds)
 
         assert store.forget(victim, reason="test") is True
-        assert vector_cache.cache_files(store) == []
-        for _ in range(200):  # the renamed files are deleted in the background
-            if not list((cache_dir / "vectors").iterdir()):
-                break
-            time.sleep(0.01)
-        assert list((cache_dir / "vectors").iterdir()) == []
+        assert files_holding(cache_dir, victim_bytes) == []  # in no cache file, link included
         left = np.load(keep)
-        assert not left[row].any()  # the row was zeroed before the unlink
+        assert not left[row].any()  # the row was zeroed in the file the cache maps
         assert left[row + 1].any()  # and only that row
-        victim_bytes = pack_vector(victim_vector.tolist())
+        assert np.load(norms)[row] == 0
+        assert matrix.exists()  # the same matrix file stays in use
         event = store.audit_events()[0]
-        assert event["details"]["erasure"]["vector_cache_gone"] is True
+        assert event["details"]["erasure"]["vector_cache_erased"] is True
 
-        response = hybrid_search(store, "alpha bravo charlie delta", limit=100)
-        assert victim not in [r.record_id for r in response.candidates]
-        rebuilt = vector_cache.load(store)
-        assert victim not in rebuilt.ids.tolist()
-        assert not (rebuilt.matrix == victim_vector).all(axis=1).any()
-        vector_cache.wait_for_writes()  # the rebuilt files land in the background
-        for path in vector_cache.cache_files(store):
-            assert victim_bytes not in path.read_bytes()
+        after = lanes(store, embedder)
+        cached = vector_cache.load(store)
+        assert len(builds) == built  # carried over: no rebuild
+        assert cached.identity == vector_cache.identity(store)
+        assert cached.removed.tolist() == [row]
+        assert victim not in cached.live_ids().tolist()
+        assert not (np.asarray(cached.matrix) == victim_vector).all(axis=1).any()
+        assert all(victim not in dict(lane) for lane in after)
+        assert after == rebuilt_lanes(store, embedder, monkeypatch, tmp_path / "fresh")
+        for filters in ({"engagement": "e1"}, {"tier": "working"}):
+            assert lanes(store, embedder, filters) == rebuilt_lanes(
+                store, embedder, monkeypatch, tmp_path / "fresh", filters
+            )
+        for query in QUERIES:  # and the row-by-row oracle
+            vector = embedder([query])[0]
+            assert list(_vector_lane(store, vector, None, 100).raw.items()) == reference_lane(
+                store, vector, None, 100
+            )
+
+    built = len(builds)
+    with MemoryStore(db_path, clock=fixed_clock, read_only=True) as reader:  # a later process
+        assert lanes(reader, embedder) == after
+        loaded = vector_cache.load(reader)
+        assert loaded.source == "file" and loaded.removed.tolist() == [row]
+    assert len(builds) == built  # it maps the carried-over file
 
 
 def test_forget_without_a_cache_file_keeps_the_erasure_record_unchanged(cache_dir, db_path):
@@ -153,23 +221,201 @@ def test_forget_without_a_cache_file_keeps_the_erasure_record_unchanged(cache_di
         }
 
 
-def test_forget_scope_invalidates_the_cache(cache_dir, db_path):
-    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
-        _fill(store, 40)
+def test_forget_scope_keeps_the_cache_without_the_scope(
+    cache_dir, db_path, builds, monkeypatch, tmp_path
+):
+    embedder = HashEmbedder(64)
+    with MemoryStore(db_path, clock=fixed_clock, embedder=embedder) as store:
+        ids = _fill(store, 40)
+        doomed = ids[2::4]  # engagement e2
         hybrid_search(store, "alpha")
         vector_cache.wait_for_writes()
         assert vector_cache.cache_files(store)
+        kept = {pack_vector(store.vector_of(i)) for i in ids if i not in doomed}
+        payloads = {pack_vector(store.vector_of(i)) for i in doomed} - kept  # same words: same
+        assert len(payloads) >= 5 and all(files_holding(cache_dir, p) for p in payloads)
+        built = len(builds)
         steps = []
         count = store.forget_scope(
             engagement="e2", reason="contract ended", progress=lambda d, t: steps.append((d, t))
         )
         assert count == 10
-        assert vector_cache.cache_files(store) == []
         assert steps[-1] == (20, 20) and all(t == 20 for _, t in steps)
         assert [d for d, _ in steps] == sorted(d for d, _ in steps)
-        left = vector_cache.load(store).ids.tolist()
-        assert sorted(left) == [r[0] for r in store.query("SELECT id FROM records ORDER BY id")]
-        assert len(left) == 30
+        assert store.audit_events()[0]["details"]["erasure"]["vector_cache_erased"] is True
+        assert [files_holding(cache_dir, p) for p in payloads] == [[] for _ in payloads]
+
+        cached = vector_cache.load(store)
+        after = lanes(store, embedder)
+        assert len(builds) == built  # no rebuild
+        left = cached.live_ids().tolist()
+        assert left == [r[0] for r in store.query("SELECT id FROM records ORDER BY id")]
+        assert len(left) == 30 and len(cached.removed) == 10
+        assert not set(doomed) & {i for lane in after for i, _ in lane}
+        assert after == rebuilt_lanes(store, embedder, monkeypatch, tmp_path / "fresh")
+        assert lanes(store, embedder, {"engagement": "e2"}) == [[]] * len(QUERIES)
+
+
+def test_forgets_in_a_row_accumulate_the_removed_rows(cache_dir, db_path, builds):
+    embedder = HashEmbedder(64)
+    with MemoryStore(db_path, clock=fixed_clock, embedder=embedder) as store:
+        ids = _fill(store, 30)
+        vector_cache.load(store)
+        vector_cache.wait_for_writes()
+        for victim in (ids[3], ids[-1], ids[0]):  # ids[-1]: the highest vector id changes
+            store.forget(victim, reason="test")
+            lanes(store, embedder)
+        assert len(builds) == 1
+        expected = lanes(store, embedder)
+        assert len(vector_cache.cache_files(store)) == 5  # matrix, ids, norms, removed, sidecar
+    with MemoryStore(db_path, clock=fixed_clock, read_only=True) as reader:
+        loaded = vector_cache.load(reader)
+        assert loaded.removed.tolist() == [0, 3, 29]
+        assert lanes(reader, embedder) == expected
+    assert len(builds) == 1
+
+
+def test_a_memory_copy_is_zeroed_in_place_and_kept(tmp_path, monkeypatch, builds):
+    monkeypatch.setenv(vector_cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(vector_cache, "FILE_CACHE_MIN_VECTORS", 10**9)
+    embedder = HashEmbedder(64)
+    with MemoryStore(tmp_path / "m.db", clock=fixed_clock, embedder=embedder) as store:
+        ids = _fill(store, 25)
+        held = vector_cache.load(store)
+        assert held.source == "memory"
+        matrix = held.matrix
+        row = held.ids.tolist().index(ids[7])
+        assert matrix[row].any()
+        store.forget(ids[7], reason="test")
+        assert not matrix[row].any()  # the very array this process holds
+        assert vector_cache.load(store) is held and len(builds) == 1
+        assert ids[7] not in held.live_ids().tolist()
+        assert not (tmp_path / "cache").exists()
+
+
+def test_the_vector_lane_never_returns_a_removed_row(cache_dir, db_path):
+    embedder = HashEmbedder(64)
+    with MemoryStore(db_path, clock=fixed_clock, embedder=embedder) as store:
+        _fill(store, 30)
+        vector = embedder(["alpha bravo"])[0]
+        first = next(iter(_vector_lane(store, vector, None, 10).raw))
+        cached = vector_cache.load(store)
+        row = cached.ids.tolist().index(first)
+        assert cached.matrix[row].any()
+        cached.removed = np.array([row])  # even with its values still there
+        assert first not in _vector_lane(store, vector, None, 10).raw
+
+
+def test_a_forget_does_not_carry_over_a_stale_cache(cache_dir, db_path, builds):
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        ids = _fill(store, 30)
+        vector_cache.load(store)
+        vector_cache.wait_for_writes()
+        other = sqlite3.connect(db_path)  # a vector written behind the cache's back
+        other.execute(
+            "UPDATE vectors SET vector = ? WHERE record_id = ?", (pack_vector([0.5] * 64), ids[5])
+        )
+        other.commit()
+        other.close()
+        store.forget(ids[0], reason="test")
+        assert store.audit_events()[0]["details"]["erasure"]["vector_cache_erased"] is True
+        assert vector_cache.cache_files(store) == []  # stale: dropped, as before
+        cached = vector_cache.load(store)
+        assert len(builds) == 2  # rebuilt
+        assert cached.matrix[cached.ids.tolist().index(ids[5])].tolist() == [0.5] * 64
+        assert ids[0] not in cached.ids.tolist()
+
+
+def test_a_forget_that_rolls_back_leaves_no_zeroed_row_trusted(cache_dir, db_path, builds):
+    embedder = HashEmbedder(64)
+    with MemoryStore(db_path, clock=fixed_clock, embedder=embedder) as store:
+        _fill(store, 30)
+        victim = store.add_record(
+            tier="working", record_type="note", content="zanzibar quokka marmalade alpha"
+        )
+        assert victim in dict(lanes(store, embedder)[-1])
+        vector_cache.wait_for_writes()
+        held = vector_cache.load(store)  # as a search running meanwhile would hold it
+        real = store._append_audit
+
+        def failing(**kwargs):
+            raise RuntimeError("disk full")
+
+        store._append_audit = failing
+        with pytest.raises(RuntimeError):
+            store.forget(victim, reason="test")
+        store._append_audit = real
+        assert store.get(victim) is not None
+        assert held.identity != vector_cache.identity(store)  # its zeroed row: not trusted
+        assert victim in dict(lanes(store, embedder)[-1])  # rebuilt with it, not a zero row
+        assert len(builds) == 2
+
+
+def test_a_copy_published_while_the_forget_commits_is_zeroed_too(
+    cache_dir, db_path, builds, monkeypatch
+):
+    embedder = HashEmbedder(64)
+    with MemoryStore(db_path, clock=fixed_clock, embedder=embedder) as store:
+        ids = _fill(store, 30)
+        vector_cache.load(store)
+        vector_cache.wait_for_writes()
+        folder = cache_dir / "vectors"
+        snapshot = {p.name: p.read_bytes() for p in folder.iterdir()}
+        payload = pack_vector(store.vector_of(ids[6]))
+        assert any(payload in data for data in snapshot.values())
+        real = vector_cache.erase
+
+        def erase_then_another_process_publishes(store, forgotten, before):
+            done = real(store, forgotten, before)
+            for name, data in snapshot.items():  # its own build of the database before the forget
+                fresh = folder / f"{name}.other"
+                fresh.write_bytes(data)
+                os.replace(fresh, folder / name)
+            return done
+
+        monkeypatch.setattr(vector_cache, "erase", erase_then_another_process_publishes)
+        assert store.forget(ids[6], reason="test") is True
+        assert files_holding(cache_dir, payload) == []
+        expected = lanes(store, embedder)
+    with MemoryStore(db_path, clock=fixed_clock, read_only=True) as reader:
+        assert lanes(reader, embedder) == expected
+        assert ids[6] not in vector_cache.load(reader).live_ids().tolist()
+    assert len(builds) == 1
+
+
+def test_a_crash_before_the_carry_over_rebuilds(cache_dir, db_path, builds, monkeypatch):
+    embedder = HashEmbedder(64)
+    with MemoryStore(db_path, clock=fixed_clock, embedder=embedder) as store:
+        ids = _fill(store, 30)
+        lanes(store, embedder)
+        vector_cache.wait_for_writes()
+        payload = pack_vector(store.vector_of(ids[4]))
+        monkeypatch.setattr(vector_cache, "carry_over", lambda store, erasure: False)
+        store.forget(ids[4], reason="test")  # as if the process died right after the commit
+        assert files_holding(cache_dir, payload) == []  # zeroed before the commit
+        assert not list((cache_dir / "vectors").glob("*.json"))  # nothing trusts the files
+    with MemoryStore(db_path, clock=fixed_clock, read_only=True) as reader:
+        cached = vector_cache.load(reader)
+        assert len(builds) == 2 and cached.removed is None
+        assert ids[4] not in cached.ids.tolist()
+
+
+def test_other_vector_writes_after_a_forget_still_rebuild(cache_dir, db_path, builds):
+    embedder = HashEmbedder(64)
+    with MemoryStore(db_path, clock=fixed_clock, embedder=embedder) as store:
+        ids = _fill(store, 30)
+        vector_cache.load(store)
+        store.forget(ids[1], reason="test")
+        vector_cache.load(store)
+        assert len(builds) == 1
+        new = store.add_record(tier="knowledge", record_type="note", content="zulu yankee")
+        assert new in vector_cache.load(store).ids.tolist() and len(builds) == 2
+        store.forget(ids[2], reason="test")
+        store.ingest([{"tier": "knowledge", "record_type": "note", "content": "x y"}])
+        assert len(vector_cache.load(store)) == 30 and len(builds) == 3
+        store.forget(ids[3], reason="test")
+        store.reindex_vectors(embedder)
+        assert vector_cache.load(store).removed is None and len(builds) == 4
 
 
 def test_every_vector_write_makes_the_cache_stale(cache_dir, db_path):
@@ -270,8 +516,8 @@ def test_exact_cosines_are_bit_for_bit_the_plain_loop():
     assert got.tolist() == want
 
 
-def test_a_forget_while_the_file_is_written_leaves_no_copy(cache_dir, db_path, monkeypatch):
-    """A cache file still being published is zeroed and discarded by a forget too."""
+def test_a_forget_while_the_file_is_written_leaves_no_copy(cache_dir, db_path, monkeypatch, builds):
+    """A cache file still being published is zeroed too, then published without the row."""
     import threading
 
     with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
@@ -293,9 +539,18 @@ def test_a_forget_while_the_file_is_written_leaves_no_copy(cache_dir, db_path, m
         keep = cache_dir / "pending-link.npy"
         os.link(next(p for p in pending if ".tmp-" in p.name), keep)
         threading.Timer(0.2, release.set).start()
+        built = len(builds)
+        payload = pack_vector(store.vector_of(ids[0]))
         assert store.forget(ids[0], reason="during the write") is True
         assert not np.load(keep)[row].any()  # the pending file's row was zeroed too
         vector_cache.wait_for_writes()
-        assert vector_cache.cache_files(store) == []
-        rebuilt = vector_cache.load(store)
-        assert ids[0] not in rebuilt.ids.tolist()
+        published = vector_cache.cache_files(store)
+        assert any(p.name.endswith(".f32.npy") for p in published)  # published, carried over
+        assert files_holding(cache_dir, payload) == []
+        cached = vector_cache.load(store)
+        assert len(builds) == built
+        assert ids[0] not in cached.live_ids().tolist()
+    with MemoryStore(db_path, clock=fixed_clock, read_only=True) as reader:
+        loaded = vector_cache.load(reader)
+        assert loaded.source == "file" and loaded.removed.tolist() == [row]
+        assert len(builds) == built

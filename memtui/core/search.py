@@ -613,6 +613,8 @@ def _vector_lane(
         approx /= cached.norms * np.float32(query_norm)
     approx[cached.norms == 0] = 0.0  # cosine() gives 0 for an all-zero vector
     approx[~np.isfinite(approx)] = np.inf  # unknown: let the exact pass decide
+    if cached.removed is not None and len(cached.removed):
+        approx[cached.removed] = -np.inf  # rows of forgotten records: zeros, never a result
     # Rows that cannot be in the lane: hidden by the live rule, or out of scope.
     hidden_rows = _hidden_rows(store).matrix_rows(store, cached, store.now_text())
     approx[hidden_rows[hidden_rows >= 0]] = -np.inf
@@ -713,7 +715,7 @@ def _check_dimensions(
     """Raise ``_VectorMismatch`` for the first live, in-scope vector not of ``dim`` values."""
     lengths = dict(cached.bad)
     if cached.dim != dim:
-        lengths.update({int(i): cached.dim for i in cached.ids.tolist()})
+        lengths.update({int(i): cached.dim for i in cached.live_ids().tolist()})
     wrong = sorted(i for i, n in lengths.items() if n != dim)
     for start in range(0, len(wrong), 5000):
         chunk = wrong[start : start + 5000]

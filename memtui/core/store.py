@@ -1526,30 +1526,32 @@ class MemoryStore:
         """Erase one record: row, index entries and vector; audited.
 
         Returns whether erasure was verified: the record is gone from the table,
-        the full-text index and the vectors (a cached copy of the vectors
-        included), and the WAL was checkpointed so no old page with its content
-        survives in the file.
+        the full-text index and the vectors (its row of a cached copy of the
+        vectors overwritten with zeros), and the WAL was checkpointed so no old
+        page with its content survives in the file.
         """
         _require_reason(reason)
-        with self._write():
-            record = self._existing(record_id)
-            self._conn.execute("DELETE FROM records WHERE id = ?", (record.id,))
-            self._purge_index()
-            cache_gone = self._drop_vector_cache([record.id])
-            checks = self._erasure_checks([(record.id, record.content)])
-            if cache_gone is not None:
-                checks["vector_cache_gone"] = cache_gone
-            event_id = self._append_audit(
-                action="forget",
-                record_ids=[record.id],
-                operator=operator,
-                tier=record.tier,
-                record_type=record.record_type,
-                signature=record.signature,
-                reason=reason,
-                details={"count": 1, "erasure": checks},
-            )
-        self._drop_vector_cache([record.id])  # a copy published while this one committed
+        with self._lock:  # no search between the commit and the cache's carry-over
+            with self._write():
+                record = self._existing(record_id)
+                before = self._vector_cache_identity()
+                self._conn.execute("DELETE FROM records WHERE id = ?", (record.id,))
+                self._purge_index()
+                erasure = self._erase_vector_cache([record.id], before)
+                checks = self._erasure_checks([(record.id, record.content)])
+                if erasure.erased is not None:
+                    checks["vector_cache_erased"] = erasure.erased
+                event_id = self._append_audit(
+                    action="forget",
+                    record_ids=[record.id],
+                    operator=operator,
+                    tier=record.tier,
+                    record_type=record.record_type,
+                    signature=record.signature,
+                    reason=reason,
+                    details={"count": 1, "erasure": checks},
+                )
+            self._carry_vector_cache(erasure)
         verified = self._finish_erasure(event_id, [record.id], checks, operator)
         self._empty_vector_trash()
         return verified
@@ -1571,50 +1573,52 @@ class MemoryStore:
         """
         _require_reason(reason)
         _require_text(engagement=engagement)
-        with self._write():
-            rows = self._conn.execute(
-                "SELECT id, tier, record_type, content FROM records WHERE engagement = ? "
-                "ORDER BY id",
-                (engagement,),
-            ).fetchall()
-            if not rows:
-                raise MemoryStoreError(f"engagement {engagement!r} has no records to forget")
-            by_tier: dict[str, dict[str, int]] = {}
-            for row in rows:
-                tier = by_tier.setdefault(row[1], {})
-                tier[row[2]] = tier.get(row[2], 0) + 1
-            ids = [row[0] for row in rows]
-            steps = 2 * len(ids)
-            with self._vector_triggers_off():
-                for start in range(0, len(ids), 2000):
-                    chunk = ids[start : start + 2000]
-                    self._conn.execute(
-                        "DELETE FROM records WHERE id IN (SELECT value FROM json_each(?))",
-                        (_canonical(chunk),),
-                    )
-                    if progress:
-                        progress(start + len(chunk), steps)
-            self._purge_index()
-            cache_gone = self._drop_vector_cache(ids)
-            checks = self._erasure_checks(
-                [(row[0], row[3]) for row in rows],
-                progress=(lambda done: progress(len(ids) + done, steps)) if progress else None,
-            )
-            if cache_gone is not None:
-                checks["vector_cache_gone"] = cache_gone
-            event_id = self._append_audit(
-                action="forget-scope",
-                record_ids=ids,
-                operator=operator,
-                reason=reason,
-                details={
-                    "scope": {"engagement_records": len(ids)},
-                    "count": len(ids),
-                    "by_tier": by_tier,
-                    "erasure": checks,
-                },
-            )
-        self._drop_vector_cache(ids)
+        with self._lock:  # no search between the commit and the cache's carry-over
+            with self._write():
+                rows = self._conn.execute(
+                    "SELECT id, tier, record_type, content FROM records WHERE engagement = ? "
+                    "ORDER BY id",
+                    (engagement,),
+                ).fetchall()
+                if not rows:
+                    raise MemoryStoreError(f"engagement {engagement!r} has no records to forget")
+                by_tier: dict[str, dict[str, int]] = {}
+                for row in rows:
+                    tier = by_tier.setdefault(row[1], {})
+                    tier[row[2]] = tier.get(row[2], 0) + 1
+                ids = [row[0] for row in rows]
+                steps = 2 * len(ids)
+                before = self._vector_cache_identity()
+                with self._vector_triggers_off():
+                    for start in range(0, len(ids), 2000):
+                        chunk = ids[start : start + 2000]
+                        self._conn.execute(
+                            "DELETE FROM records WHERE id IN (SELECT value FROM json_each(?))",
+                            (_canonical(chunk),),
+                        )
+                        if progress:
+                            progress(start + len(chunk), steps)
+                self._purge_index()
+                erasure = self._erase_vector_cache(ids, before)
+                checks = self._erasure_checks(
+                    [(row[0], row[3]) for row in rows],
+                    progress=(lambda done: progress(len(ids) + done, steps)) if progress else None,
+                )
+                if erasure.erased is not None:
+                    checks["vector_cache_erased"] = erasure.erased
+                event_id = self._append_audit(
+                    action="forget-scope",
+                    record_ids=ids,
+                    operator=operator,
+                    reason=reason,
+                    details={
+                        "scope": {"engagement_records": len(ids)},
+                        "count": len(ids),
+                        "by_tier": by_tier,
+                        "erasure": checks,
+                    },
+                )
+            self._carry_vector_cache(erasure)
         self._finish_erasure(event_id, ids, checks, operator)
         self._empty_vector_trash()
         return len(ids)
@@ -1630,6 +1634,28 @@ class MemoryStore:
         had_files = bool(vector_cache.cache_files(self))
         gone = vector_cache.invalidate(self, forgotten, empty_now=False)
         return gone if had_files else None
+
+    def _vector_cache_identity(self) -> Any:
+        """Inside a forget's transaction, before the delete: what a current cache matches."""
+        from memtui.core import vector_cache
+
+        return vector_cache.identity(self)
+
+    def _erase_vector_cache(self, forgotten: Sequence[int], before: Any) -> Any:
+        """Inside a forget's transaction, after the delete: zero the rows in every cached copy.
+
+        Returns a ``vector_cache.Erasure``; its ``erased`` (None when the
+        database has no cache file) goes in the audit as ``vector_cache_erased``.
+        """
+        from memtui.core import vector_cache
+
+        return vector_cache.erase(self, forgotten, before)
+
+    def _carry_vector_cache(self, erasure: Any) -> None:
+        """After the forget committed: zero copies published meanwhile, keep the cache current."""
+        from memtui.core import vector_cache
+
+        vector_cache.carry_over(self, erasure)
 
     def _empty_vector_trash(self) -> None:
         from memtui.core import vector_cache

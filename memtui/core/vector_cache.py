@@ -18,12 +18,18 @@ every vector write or delete, by any writer), the highest vector record id and
 the recorded embedder. A stale copy is never used; it is deleted and rebuilt,
 lazily, by the first vector search that needs it (never at start-up).
 
-Forget means gone (design.md section 3): ``MemoryStore.forget`` calls
-``invalidate``, which drops the in-memory copy, overwrites the forgotten rows
-of every on-disk copy (one still being published included) with zeros and
-syncs them, then moves every cache file of that database out of the cache and
-deletes it; the next vector search rebuilds from the database, without the
-forgotten vectors.
+Forget means gone (design.md section 3), without a rebuild. Inside the
+forget's transaction, ``erase`` overwrites the forgotten rows of every on-disk
+copy (one still being published included) and of the in-memory copy with
+zeros, syncs the files, and takes the sidecar down, so that nothing trusts the
+copies until the forget commits (a rollback leaves them to be rebuilt). After
+the commit, ``carry_over`` zeroes any copy published meanwhile, then, if the
+cache was current just before the forget, publishes a new sidecar for the
+identity after it that lists the forgotten rows as removed (their bytes are
+zeros; the vector lane never returns them), and keeps the in-memory copy the
+same way. A cache that was not current is dropped, as before. Every other
+vector write (ingest, a record with a vector, reindex) still makes the cache
+stale.
 
 numpy is imported only when a matrix is built or loaded.
 """
@@ -61,6 +67,9 @@ class VectorMatrix:
 
     ``bad`` maps the record ids whose stored blob does not have ``dim`` floats
     to the number of floats it has; those rows are not in the matrix.
+    ``removed`` lists, ascending, the rows of records forgotten since the
+    matrix was built: their values and norms are zeros, and they are never a
+    result (their ids stay in ``ids``, which stays ascending).
     """
 
     ids: Any  # int64 array, ascending
@@ -72,9 +81,18 @@ class VectorMatrix:
     source: str  # "memory" (an array), "file" (mapped from a cache file)
     bad: dict[int, int] = field(default_factory=dict)
     path: Path | None = None
+    removed: Any = None  # int64 array of row indices, ascending; None: no row removed
 
     def __len__(self) -> int:
         return int(len(self.ids))
+
+    def live_ids(self) -> Any:
+        """``ids`` without the removed rows' ids."""
+        if self.removed is None or not len(self.removed):
+            return self.ids
+        import numpy as np
+
+        return np.delete(self.ids, self.removed)
 
 
 def cache_dir() -> Path:
@@ -139,9 +157,14 @@ def load(store: MemoryStore) -> VectorMatrix | None:
         return None
     current = identity(store)
     held = _MEMORY.get(store)
+    if held is not None and current is not None and held.identity != current:
+        # A forget may have carried the copy over since ``current`` was read.
+        current = identity(store)
+        held = _MEMORY.get(store)
     if held is not None and current is not None and held.identity == current:
         return held
-    _MEMORY.pop(store, None)
+    if held is not None and _MEMORY.get(store) is held:
+        _MEMORY.pop(store, None)
     loaded = _load_file(store, current) if current is not None else None
     if loaded is None:
         loaded = _build(store, recorded["name"], recorded["dim"], current)
@@ -172,8 +195,235 @@ def _invalidate_files(store: MemoryStore, forgotten: Any, empty_now: bool) -> bo
         return True
     wanted = [int(i) for i in forgotten]
     if wanted:
-        _zero_rows(files, wanted)
-    for path in files:
+        import numpy as np
+
+        _zero_rows(files, np.unique(np.asarray(wanted, dtype=np.int64)))
+    _trash(files)
+    if empty_now:
+        empty_trash()
+    return not cache_files(store)
+
+
+@dataclass
+class Erasure:
+    """What ``erase`` did inside a forget's transaction, for ``carry_over`` after it."""
+
+    forgotten: Any  # int64 record ids, ascending
+    before: tuple[Any, ...] | None  # the identity just before the delete
+    after: tuple[Any, ...] | None  # the identity once the forget is committed
+    held: VectorMatrix | None  # the in-memory copy, its forgotten rows zeroed, if current
+    sidecar: dict[str, Any] | None  # the on-disk sidecar ``erase`` took down
+    erased: bool | None  # forgotten rows zero in every cache file; None: there was none
+
+
+def erase(store: MemoryStore, forgotten: Any, before: tuple[Any, ...] | None) -> Erasure:
+    """Inside a forget's transaction, after the delete: zero the forgotten rows everywhere.
+
+    ``before`` is ``identity(store)`` read in the same transaction before the
+    delete. Every cache file of the database (one still being published by
+    this process included) gets the forgotten rows (and their norms)
+    overwritten with zeros, synced; so does the in-memory copy, which is
+    dropped instead if it cannot be (a read-only map of a file not zeroed).
+    The sidecar is taken down and the in-memory copy marked current for no
+    identity, so that until ``carry_over`` nothing trusts the copies: if the
+    transaction rolls back they are rebuilt, never used without the rows.
+    ``erased`` (for the audit) says whether every forgotten row of every
+    cache file, and of the copy this process maps, now reads as zeros (None:
+    the database had no cache file).
+    """
+    import numpy as np
+
+    targets = np.unique(np.asarray(list(forgotten), dtype=np.int64))
+    after = identity(store)
+    with _FILE_LOCK:
+        files = cache_files(store)
+        side = _read_sidecar(store)
+        if side is not None:
+            _take_down_sidecar(store)
+        failed = _zero_rows(files, targets) if len(targets) else []
+        held = _MEMORY.pop(store, None)
+        kept = None
+        held_erased = True
+        if held is not None:
+            current = before is not None and held.identity == before
+            held.identity = None  # trusted again only by carry_over, after the commit
+            held_erased = _erase_held(held, targets)
+            if held_erased and current:
+                kept = held
+        erased = None if not files else not failed and held_erased
+    return Erasure(targets, before, after, kept, side, erased)
+
+
+def carry_over(store: MemoryStore, erasure: Erasure) -> bool:
+    """After the forget committed: keep the cache current without a rebuild.
+
+    First the forgotten rows are zeroed again in every cache file (one
+    published by another process while the forget committed holds them).
+    Then, if the cache was current just before the forget and nothing else
+    has written since, the in-memory copy and the on-disk sidecar are
+    republished for the identity after the forget, with the forgotten rows
+    listed as removed; otherwise every cache file is dropped, as for a stale
+    cache. Returns whether a copy was carried over (in memory or on disk).
+    """
+    now = identity(store)
+    current = erasure.before is not None and erasure.after is not None and now == erasure.after
+    with _FILE_LOCK:
+        files = cache_files(store)
+        failed = _zero_rows(files, erasure.forgotten) if len(erasure.forgotten) else []
+        carried = False
+        held = erasure.held
+        if held is not None and current:
+            held.identity = now
+            if _MEMORY.get(store) is None:
+                _MEMORY[store] = held
+            carried = True
+        side = _read_sidecar(store) or erasure.sidecar
+        if (
+            current
+            and side is not None
+            and tuple(side.get("identity", ())) == tuple(erasure.before)
+            and (cache_dir() / str(side.get("matrix"))) not in failed
+            and _republish(store, side, erasure.forgotten, now)
+        ):
+            return True
+        # Not current, or no usable sidecar: drop every cache file but the
+        # one this process is still publishing for the carried-over copy.
+        keep = {held.path} if carried and held is not None and held.path in _PENDING else set()
+        _trash([p for p in cache_files(store) if p not in keep])
+        return carried
+
+
+def _erase_held(held: VectorMatrix, targets: Any) -> bool:
+    """Zero the forgotten rows of an in-memory copy and mark them removed.
+
+    False when its rows cannot be zeroed: a read-only map of a file that
+    still holds them (the caller drops it).
+    """
+    import numpy as np
+
+    rows = _rows_of(held.ids, targets)
+    if len(rows):
+        matrix = held.matrix
+        if held.source == "memory":
+            if not matrix.flags.writeable:
+                return False
+            matrix[rows] = 0.0
+        elif not _rows_are_zero(matrix, rows):  # a map of a file _zero_rows zeroed reads zeros
+            return False
+        norms = held.norms
+        if not norms.flags.writeable:
+            norms = norms.copy()
+        norms[rows] = 0.0
+        held.norms = norms
+        previous = held.removed if held.removed is not None else np.zeros(0, dtype=np.int64)
+        held.removed = np.union1d(previous, rows).astype(np.int64)
+    if held.bad:
+        gone = set(targets.tolist())
+        held.bad = {k: v for k, v in held.bad.items() if k not in gone}
+    return True
+
+
+def _rows_of(ids: Any, targets: Any) -> Any:
+    """The rows of the ascending ``ids`` that hold one of the ascending ``targets``."""
+    import numpy as np
+
+    if not len(ids) or not len(targets):
+        return np.zeros(0, dtype=np.int64)
+    where = np.searchsorted(ids, targets)
+    inside = where < len(ids)
+    where = where[inside]
+    return where[ids[where] == targets[inside]].astype(np.int64)
+
+
+def _rows_are_zero(matrix: Any, rows: Any) -> bool:
+    """Whether every byte of ``rows`` of ``matrix`` is zero (-0.0 is not)."""
+    for start in range(0, len(rows), BUILD_CHUNK):
+        if _nonzero_rows(matrix[rows[start : start + BUILD_CHUNK]]).any():
+            return False
+    return True
+
+
+def _nonzero_rows(values: Any) -> Any:
+    """Over the rows of a float32 array (or the values of a vector): any byte not zero."""
+    import numpy as np
+
+    bits = np.ascontiguousarray(values).view(np.uint32)
+    return (bits != 0).reshape(len(bits), -1).any(axis=1)
+
+
+def _read_sidecar(store: MemoryStore) -> dict[str, Any] | None:
+    stem = cache_stem(store)
+    if stem is None:
+        return None
+    try:
+        info = json.loads((cache_dir() / f"{stem}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _take_down_sidecar(store: MemoryStore) -> None:
+    stem = cache_stem(store)
+    if stem is not None:
+        try:
+            (cache_dir() / f"{stem}.json").unlink()
+        except OSError:
+            pass
+
+
+def _write_sidecar(folder: Path, stem: str, sidecar: dict[str, Any]) -> Path:
+    side = folder / f"{stem}.json"
+    tmp_side = folder / f"{stem}.json.tmp-{secrets.token_hex(4)}"
+    tmp_side.write_text(json.dumps(sidecar))
+    os.replace(tmp_side, side)
+    return side
+
+
+def _republish(
+    store: MemoryStore, side: dict[str, Any], forgotten: Any, now: tuple[Any, ...]
+) -> bool:
+    """Publish ``side``'s files again for identity ``now``, the forgotten rows removed.
+
+    The matrix, ids and norms files stay as they are (their forgotten rows
+    already zeroed); a new removed-rows file and sidecar are written, and
+    the files no longer referenced are moved out. False when its files
+    cannot be read.
+    """
+    import numpy as np
+
+    stem = cache_stem(store)
+    folder = cache_dir()
+    assert stem is not None
+    try:
+        names = [str(side[k]) for k in ("matrix", "ids", "norms")]
+        if not all((folder / n).is_file() for n in names):
+            return False
+        ids = np.load(folder / side["ids"])
+        previous = (
+            np.load(folder / side["removed"])
+            if side.get("removed")
+            else np.zeros(0, dtype=np.int64)
+        )
+        rows = np.union1d(previous.astype(np.int64), _rows_of(ids, forgotten)).astype(np.int64)
+        gone = set(forgotten.tolist())
+        tag = hashlib.sha256(repr(now).encode()).hexdigest()[:12]
+        removed_path = folder / f"{stem}-{tag}.removed.npy"
+        _save_atomic(removed_path, rows)
+        sidecar = dict(side)
+        sidecar["identity"] = list(now)
+        sidecar["removed"] = removed_path.name
+        sidecar["bad"] = [[k, v] for k, v in side.get("bad", []) if k not in gone]
+        kept = _write_sidecar(folder, stem, sidecar)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    keep = {folder / n for n in names} | {removed_path, kept}
+    _trash([p for p in cache_files(store) if p not in keep and ".tmp-" not in p.name])
+    return True
+
+
+def _trash(paths: list[Path]) -> None:
+    """Move ``paths`` out of the cache at once; ``empty_trash`` deletes them later."""
+    for path in paths:
         trash = path.with_name(f"{_TRASH}{secrets.token_hex(6)}-{path.name}")
         try:
             os.replace(path, trash)
@@ -184,9 +434,6 @@ def _invalidate_files(store: MemoryStore, forgotten: Any, empty_now: bool) -> bo
                 path.unlink()
             except OSError:
                 continue
-    if empty_now:
-        empty_trash()
-    return not cache_files(store)
 
 
 def empty_trash() -> None:
@@ -370,7 +617,6 @@ def wait_for_writes(timeout: float | None = None) -> None:
 
 def _publish(store: MemoryStore, built: VectorMatrix, writer: _MatrixWriter) -> None:
     """Sync the temporary file and publish it, if the vectors are still the same."""
-    assert built.identity is not None
     writer.sync()  # on disk before it gets a name other processes trust
     for _attempt in range(100):
         with _FILE_LOCK:
@@ -381,10 +627,12 @@ def _publish(store: MemoryStore, built: VectorMatrix, writer: _MatrixWriter) -> 
                     current = identity(store)
                 finally:
                     store._lock.release()
-                if current != built.identity:
+                if built.identity is None or current != built.identity:
                     writer.abandon()  # changed meanwhile: publish nothing
                     return
-                path = writer.publish(built.ids, built.norms, built.identity, built.name, built.bad)
+                path = writer.publish(
+                    built.ids, built.norms, built.identity, built.name, built.bad, built.removed
+                )
                 if path is not None:
                     built.path = path
                 return
@@ -428,9 +676,15 @@ class _MatrixWriter:
             os.close(fd)
 
     def publish(
-        self, ids: Any, norms: Any, ident: tuple[Any, ...], name: str, bad: dict[int, int]
+        self,
+        ids: Any,
+        norms: Any,
+        ident: tuple[Any, ...],
+        name: str,
+        bad: dict[int, int],
+        removed: Any = None,
     ) -> Path | None:
-        """Move the synced file into place with its ids, norms and sidecar.
+        """Move the synced file into place with its ids, norms, removed rows and sidecar.
 
         None when the temporary file is gone (a forget took it meanwhile).
         """
@@ -439,13 +693,18 @@ class _MatrixWriter:
         matrix_path = Path(f"{base}.f32.npy")
         ids_path = Path(f"{base}.ids.npy")
         norms_path = Path(f"{base}.norms.npy")
+        removed_path = Path(f"{base}.removed.npy") if removed is not None else None
         _save_atomic(ids_path, ids)
         _save_atomic(norms_path, norms)
+        if removed_path is not None:
+            _save_atomic(removed_path, removed)
         try:
             os.replace(self.tmp, matrix_path)
         except FileNotFoundError:
             ids_path.unlink(missing_ok=True)
             norms_path.unlink(missing_ok=True)
+            if removed_path is not None:
+                removed_path.unlink(missing_ok=True)
             return None
         sidecar = {
             "identity": list(ident),
@@ -457,11 +716,10 @@ class _MatrixWriter:
             "norms": norms_path.name,
             "bad": [[k, v] for k, v in sorted(bad.items())],
         }
-        side = self.folder / f"{self.stem}.json"
-        tmp_side = self.folder / f"{self.stem}.json.tmp-{secrets.token_hex(4)}"
-        tmp_side.write_text(json.dumps(sidecar))
-        os.replace(tmp_side, side)
-        keep = {matrix_path, ids_path, norms_path, side}
+        if removed_path is not None:
+            sidecar["removed"] = removed_path.name
+        side = _write_sidecar(self.folder, self.stem, sidecar)
+        keep = {matrix_path, ids_path, norms_path, side, removed_path}
         stale = [
             p
             for p in self.folder.iterdir()
@@ -518,19 +776,29 @@ def _load_file(store: MemoryStore, current: tuple[Any, ...]) -> VectorMatrix | N
     except (OSError, ValueError):
         return None
     if tuple(info.get("identity", ())) != tuple(current):
-        invalidate(store)  # stale: its database has changed since
-        return None
+        fresh = identity(store)  # a forget may have carried it over since ``current``
+        if fresh is None or tuple(info.get("identity", ())) != tuple(fresh):
+            invalidate(store)  # stale: its database has changed since
+            return None
+        current = fresh
     try:
         matrix = np.load(folder / info["matrix"], mmap_mode="r")
         ids = np.load(folder / info["ids"])
         norms = np.load(folder / info["norms"])
-    except (OSError, ValueError, KeyError):
+        removed = np.load(folder / info["removed"]) if info.get("removed") else None
+    except (OSError, ValueError, KeyError, TypeError):
         return None
     if (
         matrix.ndim != 2
         or matrix.shape != (len(ids), info["dim"])
         or norms.shape != (len(ids),)
         or matrix.dtype != np.dtype("<f4")
+    ):
+        return None
+    if removed is not None and (
+        removed.ndim != 1
+        or removed.dtype.kind not in "iu"
+        or (len(removed) and (removed.min() < 0 or removed.max() >= len(ids)))
     ):
         return None
     bad = {int(k): int(v) for k, v in info.get("bad", [])}
@@ -544,43 +812,76 @@ def _load_file(store: MemoryStore, current: tuple[Any, ...]) -> VectorMatrix | N
         "file",
         bad,
         folder / info["matrix"],
+        None if removed is None else removed.astype(np.int64),
     )
 
 
-def _zero_rows(files: list[Path], wanted: list[int]) -> None:
-    """Overwrite the rows of ``wanted`` record ids with zeros, on disk (fsync), in place."""
+def _zero_rows(files: list[Path], targets: Any) -> list[Path]:
+    """Overwrite the rows of the ascending ``targets`` record ids with zeros, in place.
+
+    In every matrix file of ``files`` (a published one, whose norms are
+    zeroed too, and one this process is still publishing), synced to disk.
+    Rows already zero are not written again. Returns the matrix files whose
+    rows could not be zeroed.
+    """
     import numpy as np
 
-    targets = np.asarray(sorted(set(wanted)), dtype=np.int64)
+    failed: list[Path] = []
     for matrix_path in files:
+        norms_path = None
         if matrix_path in _PENDING:  # being published by this process
             ids = _PENDING[matrix_path]
         elif matrix_path.name.endswith(".f32.npy"):
+            base = str(matrix_path)[: -len(".f32.npy")]
+            norms_path = Path(base + ".norms.npy")
             try:
-                ids = np.load(Path(str(matrix_path)[: -len(".f32.npy")] + ".ids.npy"))
+                ids = np.load(Path(base + ".ids.npy"))
+            except FileNotFoundError:
+                continue  # its files were moved out meanwhile: not a cache file any more
             except (OSError, ValueError):
+                failed.append(matrix_path)
                 continue
         else:
             continue
-        try:
-            shape = np.load(matrix_path, mmap_mode="r").shape
-        except (OSError, ValueError):
+        rows = _rows_of(ids, targets)
+        if not len(rows):
             continue
-        where = np.searchsorted(ids, targets)
-        inside = where < len(ids)
-        where = where[inside]
-        where = where[ids[where] == targets[inside]]
-        if not len(where):
-            continue
-        width = int(shape[1]) * 4
-        zeros = bytes(width)
-        try:
-            handle = open(matrix_path, "r+b")  # noqa: SIM115 - closed below
-        except OSError:
-            continue
-        with handle:
-            for row in where.tolist():
-                handle.seek(_HEADER_BYTES + row * width)
-                handle.write(zeros)
-            handle.flush()
-            os.fsync(handle.fileno())  # on the file's blocks before the unlink frees them
+        if not _zero_file_rows(matrix_path, rows):
+            failed.append(matrix_path)
+        if norms_path is not None:
+            _zero_file_rows(norms_path, rows)
+    return failed
+
+
+def _zero_file_rows(path: Path, rows: Any) -> bool:
+    """Zero ``rows`` (ascending) of the ``.npy`` file at ``path`` and sync; True when done."""
+    import numpy as np
+
+    try:
+        mapped = np.load(path, mmap_mode="r+")
+    except FileNotFoundError:
+        return True  # gone meanwhile: no copy left there
+    except (OSError, ValueError):
+        return False
+    try:
+        if len(rows) and int(rows[-1]) >= len(mapped):
+            return False
+        dirty = False
+        for start in range(0, len(rows), BUILD_CHUNK):
+            chunk = rows[start : start + BUILD_CHUNK]
+            nonzero = _nonzero_rows(mapped[chunk])
+            if nonzero.any():
+                mapped[chunk[nonzero]] = 0
+                dirty = True
+        if dirty:
+            mapped.flush()
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)  # on the file's blocks before the forget reports success
+            finally:
+                os.close(fd)
+    except OSError:
+        return False
+    finally:
+        del mapped
+    return True
