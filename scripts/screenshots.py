@@ -105,6 +105,27 @@ async def shoot(db: Path, name: str, steps: Steps, size: tuple[int, int]) -> str
             return app.export_screenshot(title=f"memtui: {name}")
 
 
+MEM0_FIXTURE = ROOT / "tests" / "fixtures" / "mem0_store"
+
+
+async def shoot_mem0(folder: Path, size: tuple[int, int]) -> str:
+    """The same app on a foreign store: the committed mem0 fixture (a Qdrant folder
+    and its history database), one record's ADD/UPDATE/DELETE history in the detail."""
+    from memtui.sources import open_source
+
+    target = folder / "mem0_store"
+    shutil.copytree(MEM0_FIXTURE, target)
+    (target / "history.sqlite").rename(target / "history.db")
+    with open_source(target / "qdrant", clock=fixed_clock) as source:
+        app = make_app(source)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await keys(pilot, "down", "down")
+            await pilot.wait_for_scheduled_animations()
+            await pilot.pause()
+            return app.export_screenshot(title="memtui: a mem0 store")
+
+
 def to_png(svg: Path, png: Path) -> str:
     """Render ``svg`` to ``png``; returns how, or raises RuntimeError saying why not."""
     text = svg.read_text(encoding="utf-8").replace(
@@ -141,6 +162,10 @@ def main() -> int:
             path = args.out / f"{name}.svg"
             path.write_text(svg, encoding="utf-8")
             print(f"wrote {path}")
+        svg = asyncio.run(shoot_mem0(Path(folder), (width, height)))
+        path = args.out / "mem0-browse.svg"
+        path.write_text(svg, encoding="utf-8")
+        print(f"wrote {path}")
     png = args.out / "search-breakdown.png"
     try:
         how = to_png(args.out / "search-breakdown.svg", png)

@@ -203,6 +203,14 @@ class ForeignSqliteSource(MemorySource):
             notes=notes,
         )
 
+    def header_notes(self) -> list[str]:
+        """The summary's notes, the audit log named by its file (``memtui info`` has the path)."""
+        full = f"audit log: {self.audit_path}"
+        return [
+            f"audit log: {self.audit_path.name}" if note == full else note
+            for note in self.summary().notes
+        ]
+
     def data_version(self) -> Any:
         return self.fingerprint()
 

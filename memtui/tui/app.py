@@ -235,7 +235,9 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def _show_banner(self, notes: list[str], interrupted: int) -> None:
         """The source's kind and what an operator must know about it (its expiry rule,
         erasure gaps, a live agent, interrupted forgets): one line, more when it matters."""
-        lines = [Text(self.source.kind_label, style="bold")]
+        first = Text()
+        first.append(self.source.kind_label, style="bold")
+        lines = [first]
         if self.read_only and not self.native:
             lines[0].append(" · read-only: forget needs --allow-writes", style="dim")
         width = max(self.size.width - 4, 40)
