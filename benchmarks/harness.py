@@ -78,6 +78,7 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("app_start", "app start to first useful screen"),
     ("tier_counts", "tier counts (live)"),
     ("scope_counts", "scope counts, one tier (live)"),
+    ("scope_facets", "scope counts, every tier (the tree)"),
     ("page", "keyset page of 50"),
     ("kw_1_common", "keyword lane, 1 term, common"),
     ("kw_1_rare", "keyword lane, 1 term, rare"),
@@ -383,13 +384,36 @@ def _browse_rows(
 
     ours, base = _interleaved([0], open_ours, open_raw, max(3, repeats))
     out.append(Row("open", ours, base, "sqlite3.connect + GROUP BY tier + 50 rows"))
+
+    def uncached(count: Any) -> Any:
+        """A count as a first look pays for it: the store keeps its totals until the
+        database changes, and a benchmark repeating the same count must not time that."""
+
+        def run(arg: Any) -> Any:
+            store.clear_count_cache()
+            return count(arg)
+
+        return run
+
     ours, base = _interleaved(
         [0],
-        lambda _: store.tier_counts(),
+        uncached(lambda _: store.tier_counts()),
         lambda _: raw.execute("SELECT tier, count(*) FROM records GROUP BY tier").fetchall(),
         max(3, repeats),
     )
     out.append(Row("tier_counts", ours, base, "GROUP BY tier, no live rule"))
+
+    def every_scope_raw(_: Any) -> None:
+        for key in ("profile_hash", "engagement"):
+            sql = f"SELECT tier, {key}, count(*) FROM records GROUP BY tier, {key}"
+            raw.execute(sql).fetchall()
+
+    ours, base = _interleaved(
+        [0], uncached(lambda _: store.scope_facets()), every_scope_raw, max(3, repeats)
+    )
+    out.append(
+        Row("scope_facets", ours, base, "GROUP BY tier, profile + tier, engagement; no live rule")
+    )
 
     def scope_raw(tier: str) -> None:
         for key in ("profile_hash", "engagement"):
@@ -398,7 +422,10 @@ def _browse_rows(
             ).fetchall()
 
     ours, base = _interleaved(
-        ["episodic", "longterm"], lambda t: store.scope_counts(t), scope_raw, max(3, repeats)
+        ["episodic", "longterm"],
+        uncached(lambda t: store.scope_counts(t)),
+        scope_raw,
+        max(3, repeats),
     )
     out.append(Row("scope_counts", ours, base, "GROUP BY profile, engagement; no live rule"))
     top = store.query("SELECT max(id) FROM records")[0][0]
@@ -879,6 +906,9 @@ def _judge(row: Row, records: int) -> None:
     elif key in ("tier_counts", "scope_counts"):
         row.target = "< 100 ms"
         row.met = median is not None and median < 100
+    elif key == "scope_facets":
+        row.target = "< 300 ms"
+        row.met = median is not None and median < 300
     elif key == "page":
         row.target = "< 1 ms"
         row.met = median is not None and median < 1

@@ -719,6 +719,16 @@ class MemoryStore:
             out[tier] = (total, scopes)
         return out
 
+    def clear_count_cache(self) -> None:
+        """Forget the cached count totals (the next count scans its indexes again).
+
+        Never needed for correctness (the cache is keyed by ``change_token``); the
+        benchmarks use it to measure a count as a first look pays for it.
+        """
+        with self._lock:
+            self._tier_cache = None
+            self._facet_cache = None
+
     def _tier_totals(self) -> dict[str, int]:
         """Row counts per tier, hidden rows included; cached under ``change_token`` (the
         live and the all-inclusive counts share one index scan)."""

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
 from textual import on, work
@@ -29,15 +29,15 @@ from memtui.core.secrets import secret_paths
 from memtui.core.store import MemoryStoreError
 from memtui.render import escape_controls, safe_text
 from memtui.sources.base import ForgetOutcome, MemorySource, SourceRecord
-from memtui.tui.audit_view import AuditPane
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.browse import BrowsePane, RecordTable
 from memtui.tui.commands import MemtuiCommands
-from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog, RevealDialog
 from memtui.tui.format import fit, hidden_words, now_label, plural
-from memtui.tui.help import HelpScreen
-from memtui.tui.lanes_view import LanesPane
-from memtui.tui.search_view import SearchPane
+
+if TYPE_CHECKING:  # imported when first used: not needed for the first screen
+    from memtui.tui.audit_view import AuditPane
+    from memtui.tui.lanes_view import LanesPane
+    from memtui.tui.search_view import SearchPane
 
 TABS: tuple[tuple[str, str], ...] = (
     ("browse", "Browse"),
@@ -174,13 +174,20 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     @staticmethod
     def _pane(tab: str) -> Pane:
-        panes: dict[str, type[Pane]] = {
-            "browse": BrowsePane,
-            "search": SearchPane,
-            "lanes": LanesPane,
-            "audit": AuditPane,
-        }
-        return panes[tab](id=f"{tab}-pane")
+        if tab == "browse":
+            return BrowsePane(id="browse-pane")
+        # The other tabs' modules load when their panes are built (after the first page).
+        if tab == "search":
+            from memtui.tui.search_view import SearchPane
+
+            return SearchPane(id="search-pane")
+        if tab == "lanes":
+            from memtui.tui.lanes_view import LanesPane
+
+            return LanesPane(id="lanes-pane")
+        from memtui.tui.audit_view import AuditPane
+
+        return AuditPane(id="audit-pane")
 
     HIDDEN_TABS_AT_THE_LATEST = 1.5
     """Seconds after start at which the hidden tabs mount even if Browse has no page yet."""
@@ -263,15 +270,15 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     @property
     def search(self) -> SearchPane:
-        return self.query_one(SearchPane)
+        return cast("SearchPane", self.query_one("#search-pane", Pane))
 
     @property
     def lanes(self) -> LanesPane:
-        return self.query_one(LanesPane)
+        return cast("LanesPane", self.query_one("#lanes-pane", Pane))
 
     @property
     def audit(self) -> AuditPane:
-        return self.query_one(AuditPane)
+        return cast("AuditPane", self.query_one("#audit-pane", Pane))
 
     @property
     def active_tab(self) -> str:
@@ -458,6 +465,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.exit()
 
     def action_help(self) -> None:
+        from memtui.tui.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
@@ -560,6 +569,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def _ask(
         self, kind: str, record_id: str, record: SourceRecord | None, preview: dict[str, Any]
     ) -> None:
+        from memtui.tui.dialogs import ConfirmRecordAction, RevealDialog
+
         if record is None:
             self.notify(
                 f"Record #{escape_controls(record_id)} is no longer on file.",
@@ -645,6 +656,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.call_from_thread(self._show_forget_engagement, engagement, radius)
 
     def _show_forget_engagement(self, engagement: str, radius: dict[str, dict[str, int]]) -> None:
+        from memtui.tui.dialogs import ForgetEngagementDialog
+
         if not radius:
             self.notify(
                 f"Engagement {escape_controls(engagement)} has no records to forget.",
