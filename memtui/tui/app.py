@@ -12,8 +12,10 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -133,6 +135,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.check_report: dict[str, Any] | None = None
         self._check_process: subprocess.Popen[str] | None = None
         self._panes_state = "pending"
+        self._first_tier_counts: Future[tuple[dict[str, int], dict[str, int]]] | None = None
         """The hidden tabs: "pending" until Browse's first page, "mounting", "mounted"."""
 
     @property
@@ -188,6 +191,28 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         from memtui.tui.audit_view import AuditPane
 
         return AuditPane(id="audit-pane")
+
+    def on_load(self) -> None:
+        """Start counting the tiers before the screen is even built (the first screen
+        waits for those counts; at a million records they take a good 50 ms)."""
+        source = self.source
+        if not source.quick_tier_counts:
+            return
+        future: Future[tuple[dict[str, int], dict[str, int]]] = Future()
+
+        def count() -> None:
+            try:
+                future.set_result((source.tier_counts(), source.tier_counts(include_hidden=True)))
+            except BaseException as exc:  # handed to the worker that takes the result
+                future.set_exception(exc)
+
+        threading.Thread(target=count, name="memtui-first-counts", daemon=True).start()
+        self._first_tier_counts = future
+
+    def take_first_tier_counts(self) -> Future[tuple[dict[str, int], dict[str, int]]] | None:
+        """The tier counts started at load (live, with hidden), once; None after that."""
+        future, self._first_tier_counts = self._first_tier_counts, None
+        return future
 
     HIDDEN_TABS_AT_THE_LATEST = 1.5
     """Seconds after start at which the hidden tabs mount even if Browse has no page yet."""

@@ -808,8 +808,12 @@ class BrowsePane(Pane):
         if self._initial and source.quick_tier_counts:
             # The first screen needs the tiers' counts and a page of records; the scopes
             # (two index scans at a million records) follow when they are counted.
-            live_tiers = source.tier_counts()
-            every_tiers = source.tier_counts(include_hidden=True)
+            early = self.memtui.take_first_tier_counts()
+            if early is not None:  # counted while the screen was being built
+                live_tiers, every_tiers = early.result()
+            else:
+                live_tiers = source.tier_counts()
+                every_tiers = source.tier_counts(include_hidden=True)
             tiers_only = scope_nodes(
                 source,
                 [TierFacet(tier=t, count=n) for t, n in live_tiers.items()],
