@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -590,3 +591,26 @@ async def test_the_tiers_and_a_page_show_before_the_scopes_are_counted(
         assert [c.data.value for c in node.children] == list(engagements)
         assert not app.browse.refreshing
         assert len(pages) == 1  # the table was not read again when the scopes came
+
+
+async def test_the_scope_counts_wait_for_the_first_page(store: MemoryStore, monkeypatch):
+    """The scope scans would hold the database while the first page is read: they start
+    once the table has shown it."""
+    app = make_app(store, poll_interval=None, check_on_start=False)
+    order: list[str] = []
+    page, facets = app.source.page, app.source.facets
+
+    def slow_page(filters=None, **kwargs):
+        time.sleep(0.2)  # a first page that takes a while to read must still come first
+        order.append("page")
+        return page(filters, **kwargs)
+
+    monkeypatch.setattr(app.source, "page", slow_page)
+    monkeypatch.setattr(
+        app.source, "facets", lambda *a, **k: order.append("facets") or facets(*a, **k)
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert "page" in order and "facets" in order
+        assert order.index("page") < order.index("facets")
+        assert app.query_one(ScopeTree).find("tier", "working", "working").children

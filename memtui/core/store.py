@@ -732,14 +732,16 @@ class MemoryStore:
     def _tier_totals(self) -> dict[str, int]:
         """Row counts per tier, hidden rows included; cached under ``change_token`` (the
         live and the all-inclusive counts share one index scan)."""
-        with self._lock:
-            token = self.change_token()
-            cached = self._tier_cache
-            if cached is not None and cached[0] == token:
-                return cached[1]
-            totals = dict(self.query("SELECT tier, count(*) FROM records GROUP BY tier"))
-            self._tier_cache = (token, totals)
-            return totals
+        # The token is read before the scan: a write during it leaves a cache that the
+        # next look finds out of date. Each query takes the lock alone, so a page read
+        # (the first screen) can run between the two scans of ``_scope_totals``.
+        token = self.change_token()
+        cached = self._tier_cache
+        if cached is not None and cached[0] == token:
+            return cached[1]
+        totals = dict(self.query("SELECT tier, count(*) FROM records GROUP BY tier"))
+        self._tier_cache = (token, totals)
+        return totals
 
     def _scope_totals(self) -> dict[str, dict[tuple[str, Any], int]]:
         """Row counts by (tier, profile) and by (tier, engagement), hidden rows included.
@@ -748,21 +750,20 @@ class MemoryStore:
         all-inclusive one, a filter list, the lanes' choices) costs nothing until
         the database changes.
         """
-        with self._lock:
-            token = self.change_token()
-            cached = self._facet_cache
-            if cached is not None and cached[0] == token:
-                return cached[1]
-            totals: dict[str, dict[tuple[str, Any], int]] = {}
-            for key in self.FACET_KEYS:
-                totals[key] = {
-                    (tier, value): count
-                    for tier, value, count in self.query(
-                        f"SELECT tier, {key}, count(*) FROM records GROUP BY tier, {key}"
-                    )
-                }
-            self._facet_cache = (token, totals)
-            return totals
+        token = self.change_token()
+        cached = self._facet_cache
+        if cached is not None and cached[0] == token:
+            return cached[1]
+        totals: dict[str, dict[tuple[str, Any], int]] = {}
+        for key in self.FACET_KEYS:
+            totals[key] = {
+                (tier, value): count
+                for tier, value, count in self.query(
+                    f"SELECT tier, {key}, count(*) FROM records GROUP BY tier, {key}"
+                )
+            }
+        self._facet_cache = (token, totals)
+        return totals
 
     def engagements(self) -> list[str]:
         rows = self.query(

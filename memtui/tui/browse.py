@@ -9,6 +9,7 @@ source can fill.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,8 @@ PAGE_SIZE = 200
 PAGE_MARGIN = 20
 """Fetch the next page when the cursor comes this close to the last loaded row."""
 MIN_CONTENT_WIDTH = 24
+FIRST_PAGE_WAIT = 2.0
+"""Seconds the scope counts wait at most for the first page to be shown."""
 TREE_VALUES = 200
 """Values listed per scope key and tier (the largest); the rest behind one "… N more" leaf."""
 ID_MAX_WIDTH = 20
@@ -722,6 +725,8 @@ class BrowsePane(Pane):
         self.show_hidden = False
         self._initial = True
         self._scopes_follow = False
+        self._first_page = threading.Event()
+        """Set when the table has shown its first page (the scope counts wait for it)."""
         """The tree shows the tiers alone; their scopes are being counted."""
         self._counting = False
         self.tier_totals: dict[str, tuple[int, int]] = {}
@@ -821,6 +826,8 @@ class BrowsePane(Pane):
                 show_hidden,
             )
             self.app.call_from_thread(self._apply_counts, tiers_only, show_hidden, False)
+            # The scope scans would hold the database while the first page is read.
+            self._first_page.wait(FIRST_PAGE_WAIT)
         live = source.facets()
         if get_current_worker().is_cancelled:
             return
@@ -904,6 +911,7 @@ class BrowsePane(Pane):
 
     @on(RecordTable.PageLoaded)
     def _page_loaded(self) -> None:
+        self._first_page.set()
         table = self.table
         scope = table.scope
         if scope is None:
