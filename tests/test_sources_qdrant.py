@@ -689,3 +689,23 @@ def test_the_cli_opens_a_server_with_qdrant_url(server, tmp_path, monkeypatch):
     line = one_error_line(runner.invoke(main, ["records", str(tmp_path), "--qdrant-url", url]))
     assert "not both" in line
     assert "k3y" not in json.dumps(json.loads(audit.output))
+
+
+async def test_the_app_says_the_agent_is_live_and_refuses_to_forget(folder, live_agent):
+    from memtui.tui.app import make_app
+    from memtui.tui.dialogs import ConfirmRecordAction
+    from memtui.tui.testing import screen_text, settle
+
+    before = tree_bytes(folder)
+    with opened(folder, allow_writes=True) as source:
+        app = make_app(source, poll_interval=None)
+        async with app.run_test(size=(140, 45)) as pilot:
+            await settle(pilot)
+            assert "the agent is live: read-only" in screen_text(app)
+            await pilot.press("f")
+            await settle(pilot)
+            assert not isinstance(app.screen, ConfirmRecordAction)
+            messages = " ".join(str(n.message) for n in app._notifications)
+            assert "the agent is live" in messages
+    assert tree_bytes(folder) == before
+    assert live_agent.poll() is None
