@@ -1,4 +1,5 @@
-"""LangGraph SqliteStore: scope tree, ids, values, expiry rule, vectors, erasure gap, forget."""
+"""LangGraph SqliteStore: scope tree, ids, values, expiry rule, vectors, erasure gap, forget,
+forget-gaps (the orphaned vectors LangGraph's own delete leaves)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from conftest import one_error_line
 from fixtures.sources_support import (
     CANARY,
     LANGGRAPH,
@@ -275,6 +277,128 @@ def test_cli_forget_with_allow_writes_and_an_audit_db_elsewhere(vectors, tmp_pat
     verify = runner.invoke(main, ["audit", "verify", str(vectors), "--audit-db", str(audit)])
     assert verify.exit_code == 0 and "audit chain verified: 2 events" in verify.output
     assert not (vectors.parent / "langgraph_vectors.sqlite.memtui-audit.db").exists()
+
+
+def vector_rows(path):
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute(
+            "SELECT prefix, key, field_name, embedding FROM store_vectors "
+            "ORDER BY prefix, key, field_name"
+        ).fetchall()
+        live = {(p, k) for p, k in conn.execute("SELECT prefix, key FROM store").fetchall()}
+    finally:
+        conn.close()
+    return {(p, k, f): bytes(e) for p, k, f, e in rows}, live
+
+
+def delete_like_langgraph(path, prefix, key):
+    """LangGraph's delete is this statement; its ON DELETE CASCADE never fires.
+
+    secure_delete off (SQLite's usual default): the value stays in free space.
+    """
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA secure_delete = OFF")
+    conn.execute("DELETE FROM store WHERE prefix = ? AND key IN (?)", (prefix, key))
+    conn.commit()
+    conn.close()
+
+
+def test_forget_gaps_erases_exactly_the_orphaned_vectors(vectors):
+    delete_like_langgraph(vectors, "memories.user-1", "canary")
+    before, live = vector_rows(vectors)
+    orphans = {k: v for k, v in before.items() if k[:2] not in live}
+    kept = {k: v for k, v in before.items() if k[:2] in live}
+    assert len(orphans) == 2 and kept, "the test needs orphans and live vectors"
+    canary_blob = orphans[("memories.user-1", "canary", "$")]
+    assert canary_blob not in b"".join(kept.values())
+    assert all(blob in file_bytes(vectors) for blob in orphans.values())
+    assert occurrences(vectors, CANARY)["word"] >= 1  # LangGraph's delete left the value too
+    with open_source(vectors, now=NOW) as source:
+        assert source.summary().counts["orphaned_vectors"] == 2
+        assert any(
+            n.startswith("erasure gap: 2 orphaned vector") and "memtui forget-gaps" in n
+            for n in source.summary().notes
+        )
+    runner = CliRunner()
+    untouched = digest(vectors)
+    line = one_error_line(runner.invoke(main, ["forget-gaps", str(vectors), "--reason", "x"]))
+    assert "pass --allow-writes to change it" in line
+    refused = runner.invoke(main, ["forget-gaps", str(vectors), "--reason", "x", "--allow-writes"])
+    assert "2 orphaned vector(s) of 2 deleted item(s)" in refused.output
+    assert "not confirmed; nothing was changed" in refused.output
+    assert digest(vectors) == untouched
+    assert not (vectors.parent / "langgraph_vectors.sqlite.memtui-audit.db").exists()
+    result = runner.invoke(
+        main,
+        [
+            "forget-gaps",
+            str(vectors),
+            "--reason",
+            "x",
+            "--allow-writes",
+            "--yes",
+            "--operator",
+            "ana",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == (
+        "deleted 2 orphaned vector(s) of 2 deleted item(s): erasure verified "
+        "(audit events #1 intent, #2 outcome)"
+    )
+    after, _ = vector_rows(vectors)
+    assert after == kept  # the live items' vectors stay, byte for byte
+    data = file_bytes(vectors)
+    assert not any(blob in data for blob in orphans.values())
+    assert canary_blob not in data
+    assert occurrences(vectors, CANARY)["word"] == 0  # VACUUM purged the freed pages too
+    with open_source(vectors, now=NOW) as source:
+        summary = source.summary()
+        assert summary.counts["orphaned_vectors"] == 0 and source.orphaned_vectors() == 0
+        assert not any(n.startswith("erasure gap") for n in summary.notes)
+        assert summary.counts["vectors"] == len(kept)
+        assert source.record_count() == len(live)
+        events = source.audit_events()
+        assert [e["action"] for e in events] == ["forget", "forget-intent"]
+        outcome, intent = events
+        assert intent["status"] == "completed" and intent["operator"] == "ana"
+        assert intent["details"]["plan"] == {"items": 2, "vectors": 2}
+        details = outcome["details"]
+        assert details["operation"] == "forget-gaps" and details["intent_event"] == intent["id"]
+        assert details["vectors_removed"] == 2 and details["verified"] is True
+        assert details["erasure"] == {
+            "orphaned_vectors_gone": True,
+            "bytes_gone": True,
+            "cache_gone": True,
+        }
+        assert "lg:memories.user-1/canary" in outcome["record_ids"]
+        assert len(outcome["record_ids"]) == 2
+        assert CANARY not in json.dumps(events)
+        assert source.verify_audit() is None
+    again = runner.invoke(
+        main, ["forget-gaps", str(vectors), "--reason", "x", "--allow-writes", "--yes"]
+    )
+    assert again.exit_code == 0
+    assert again.output.strip() == "no erasure gap: no orphaned vectors of deleted items"
+
+
+def test_forget_gaps_refuses_read_only_and_without_orphans(vectors, plain):
+    before = digest(vectors)
+    with open_source(vectors, now=NOW) as source:
+        assert source.forget_gaps_preview()["counts"] == {"items": 1, "vectors": 1}
+        with pytest.raises(SourceError, match="read-only"):
+            source.forget_gaps(reason="r")
+    assert digest(vectors) == before
+    with open_source(plain, now=NOW, allow_writes=True) as source:
+        assert source.forget_gaps_preview()["records"] == []
+        with pytest.raises(SourceError, match="no erasure gap"):
+            source.forget_gaps(reason="r")
+        assert source.audit_events() == []
+    out = CliRunner().invoke(
+        main, ["forget-gaps", str(plain), "--reason", "x", "--allow-writes", "--yes"]
+    )
+    assert out.exit_code == 0 and "no erasure gap: no orphaned vectors" in out.output
 
 
 def test_an_intent_without_an_outcome_shows_as_an_interrupted_forget(vectors, monkeypatch):

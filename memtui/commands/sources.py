@@ -463,13 +463,19 @@ def forget_gaps(
     qdrant: dict[str, Any],
     operator: str | None,
 ) -> None:
-    """Clear the text a store's own deletes left behind (mem0: deleted memories' history).
+    """Clear what a store's own deletes left behind (mem0: deleted memories' history;
+    LangGraph: orphaned vectors of deleted items).
 
     mem0's delete removes the point but keeps the memory's text in history.db
     (the DELETE row's old_memory, the ADD and UPDATE rows). This clears that
     text in every such row (the events stay), with secure_delete on, purges the
     freed pages of history.db and storage.sqlite (VACUUM), checks the bytes,
     and writes an intent and an outcome audit event. Needs --allow-writes.
+
+    LangGraph's delete leaves the item's rows in store_vectors (its cascade
+    never fires). This deletes those orphaned vectors in one transaction, with
+    secure_delete on, purges the freed pages (VACUUM), checks the bytes, and
+    writes an intent and an outcome audit event. Needs --allow-writes.
     """
     with open_cli_source(
         db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
@@ -477,28 +483,45 @@ def forget_gaps(
         clear = getattr(source, "forget_gaps", None)
         if clear is None:
             raise click.ClickException(
-                f"forget-gaps clears what mem0's own deletes leave in its history; "
+                "forget-gaps clears what mem0's and LangGraph's own deletes leave behind; "
                 f"{source.kind_label} has no such gap for memtui to clear"
             )
         source.require("forget", "forget-gaps")
         preview = source.forget_gaps_preview()  # type: ignore[attr-defined]
         counts = preview["counts"]
+        vectors = source.kind == "langgraph"
         if not preview["records"]:
-            click.echo("no erasure gap: no deleted memory has text left in the history")
+            click.echo(
+                "no erasure gap: no orphaned vectors of deleted items"
+                if vectors
+                else "no erasure gap: no deleted memory has text left in the history"
+            )
             return
-        confirm_or_abort(
-            f"Clear the text of {counts['memories']} deleted memor"
-            f"{'y' if counts['memories'] == 1 else 'ies'} "
-            f"({counts['history_rows_with_text']} history rows; the events stay) and purge the "
-            "freed pages? This cannot be undone",
-            assume_yes,
-        )
+        if vectors:
+            question = (
+                f"Delete the {counts['vectors']} orphaned vector(s) of {counts['items']} "
+                "deleted item(s) and purge the freed pages? This cannot be undone"
+            )
+        else:
+            question = (
+                f"Clear the text of {counts['memories']} deleted memor"
+                f"{'y' if counts['memories'] == 1 else 'ies'} "
+                f"({counts['history_rows_with_text']} history rows; the events stay) and purge "
+                "the freed pages? This cannot be undone"
+            )
+        confirm_or_abort(question, assume_yes)
         outcome = clear(reason=reason, operator=operator)
     status = "erasure verified" if outcome.verified else f"erasure NOT verified ({outcome.problem})"
-    click.echo(
-        f"cleared the text of {len(outcome.record_ids)} deleted memories "
-        f"({outcome.history_rows} history rows): {status} "
-        f"(audit events #{outcome.intent_event_id} intent, #{outcome.event_id} outcome)"
-    )
+    audit = f"(audit events #{outcome.intent_event_id} intent, #{outcome.event_id} outcome)"
+    if vectors:
+        click.echo(
+            f"deleted {outcome.vectors} orphaned vector(s) of {len(outcome.record_ids)} "
+            f"deleted item(s): {status} {audit}"
+        )
+    else:
+        click.echo(
+            f"cleared the text of {len(outcome.record_ids)} deleted memories "
+            f"({outcome.history_rows} history rows): {status} {audit}"
+        )
     if not outcome.verified:
         sys.exit(3)

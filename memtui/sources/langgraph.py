@@ -16,17 +16,21 @@
   fires): those orphaned vectors are an erasure gap, counted in the summary.
 - Forget (with ``--allow-writes``) deletes the row and every vector of it in
   one transaction with ``secure_delete`` on, then purges the freed pages.
+  ``forget_gaps`` does the same for the orphaned vectors of items LangGraph
+  deleted itself (audited, byte-checked).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from memtui.core.records import format_timestamp
 from memtui.core.secrets import is_secret_key
+from memtui.sources.audit import INTENT
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
     DetailSection,
@@ -38,6 +42,7 @@ from memtui.sources.base import (
     check_limit,
     decode_id,
     encode_id,
+    require_reason,
 )
 from memtui.sources.cache import FilterSql
 from memtui.sources.foreign import ForeignSqliteSource
@@ -139,7 +144,8 @@ class LangGraphSource(ForeignSqliteSource):
                 notes.insert(
                     0,
                     f"erasure gap: {orphans} orphaned vector(s) of deleted items remain in "
-                    "store_vectors (LangGraph's delete leaves them; its cascade never fires)",
+                    "store_vectors (LangGraph's delete leaves them; its cascade never fires); "
+                    "clear them with `memtui forget-gaps PATH --allow-writes`",
                 )
         freelist = self.query("PRAGMA freelist_count")[0][0]
         if freelist:
@@ -459,3 +465,152 @@ class LangGraphSource(ForeignSqliteSource):
             "probes": probes,
             "details": {"vectors_removed": vectors},
         }
+
+    # -- forget the erasure gap
+
+    _ORPHANS = (
+        "SELECT v.prefix, v.key, v.field_name, v.embedding FROM store_vectors AS v "
+        "WHERE NOT EXISTS (SELECT 1 FROM store AS s WHERE s.prefix = v.prefix AND s.key = v.key) "
+        "ORDER BY v.prefix, v.key, v.field_name"
+    )
+
+    def _orphan_rows(self) -> list[tuple[Any, ...]]:
+        return self.query(self._ORPHANS) if self.has_vectors() else []
+
+    @staticmethod
+    def _orphan_ids(rows: Iterable[tuple[Any, ...]]) -> list[str]:
+        return list(dict.fromkeys(encode_id(ID_PREFIX, r[0], r[1]) for r in rows))
+
+    def gap_ids(self) -> list[str]:
+        """Record ids of deleted items whose vectors are still in store_vectors."""
+        return self._orphan_ids(self._orphan_rows())
+
+    def forget_gaps_preview(self) -> dict[str, Any]:
+        rows = self._orphan_rows()
+        ids = self._orphan_ids(rows)
+        return {
+            "records": ids,
+            "rule": "the orphaned vectors of deleted items; freed pages purged (VACUUM)",
+            "counts": {"items": len(ids), "vectors": len(rows)},
+        }
+
+    def forget_gaps(self, *, reason: str, operator: str | None = None) -> GapsOutcome:
+        """Delete the vectors LangGraph's own deletes left behind (audited, verified)."""
+        self._require_writable()
+        require_reason(reason)
+        plan = self._orphan_rows()
+        ids = self._orphan_ids(plan)
+        if not ids:
+            raise SourceError("no erasure gap: no orphaned vectors of deleted items to clear")
+        operator = operator or self.operator
+        source = {"kind": self.kind, "store": str(self.path)}
+        counts = {"items": len(ids), "vectors": len(plan)}
+        intent = self.audit.append(
+            action=INTENT,
+            record_ids=ids,
+            operator=operator,
+            tier="item",
+            record_type="vector",
+            reason=reason,
+            details={"operation": "forget-gaps", "source": source, "plan": counts},
+        )
+        was_fresh = self.index_status()["ready"] if self.index.path.exists() else False
+        keys = [(r[0], r[1], r[2]) for r in plan]
+        probes = [
+            bytes(r[3])[:32]
+            for r in plan
+            if isinstance(r[3], bytes | bytearray) and len(r[3]) >= 16
+        ]
+        still = (
+            "SELECT 1 FROM store_vectors AS v WHERE v.prefix = ? AND v.key = ? AND "
+            "v.field_name = ? AND NOT EXISTS "
+            "(SELECT 1 FROM store AS s WHERE s.prefix = v.prefix AND s.key = v.key)"
+        )
+        try:
+            with self._lock:
+                conn = self._conn
+                conn.execute("PRAGMA secure_delete = ON")
+                removed = 0
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    # Only the planned rows, and only while their item is still gone.
+                    for key in keys:
+                        removed += conn.execute(
+                            "DELETE FROM store_vectors WHERE prefix = ? AND key = ? AND "
+                            "field_name = ? AND NOT EXISTS (SELECT 1 FROM store AS s WHERE "
+                            "s.prefix = store_vectors.prefix AND s.key = store_vectors.key)",
+                            key,
+                        ).rowcount
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                checks: dict[str, bool] = {
+                    "orphaned_vectors_gone": not any(
+                        conn.execute(still, key).fetchone() for key in keys
+                    )
+                }
+                file_checks, details = self._purge_file(probes)
+                checks.update(file_checks)
+        except Exception as exc:
+            self.audit.append(
+                action="forget-failed",
+                record_ids=ids,
+                operator=operator,
+                tier="item",
+                record_type="vector",
+                reason=reason,
+                details={
+                    "operation": "forget-gaps",
+                    "intent_event": intent,
+                    "source": source,
+                    "error": type(exc).__name__,
+                },
+            )
+            if isinstance(exc, SourceError):
+                raise
+            raise SourceError(f"forget-gaps failed, nothing was changed: {exc}") from None
+        with self._index_lock:
+            checks.update(self._purge_cache(ids, [], reason, operator, was_fresh))
+        verified = all(checks.values())
+        event = self.audit.append(
+            action="forget",
+            record_ids=ids,
+            operator=operator,
+            tier="item",
+            record_type="vector",
+            reason=reason,
+            details={
+                "operation": "forget-gaps",
+                "intent_event": intent,
+                "source": source,
+                "count": len(ids),
+                "vectors_removed": removed,
+                **details,
+                "erasure": checks,
+                "verified": verified,
+            },
+        )
+        failed = sorted(k for k, v in checks.items() if not v)
+        return GapsOutcome(
+            record_ids=tuple(ids),
+            vectors=removed,
+            event_id=event,
+            intent_event_id=intent,
+            verified=verified,
+            checks=checks,
+            problem=f"erasure not verified: {', '.join(failed)}" if failed else None,
+        )
+
+
+@dataclass(frozen=True)
+class GapsOutcome:
+    """What ``forget_gaps`` did: the shape of mem0's, counting vectors instead of history rows."""
+
+    record_ids: tuple[str, ...]
+    vectors: int
+    event_id: int
+    intent_event_id: int
+    verified: bool
+    checks: dict[str, bool]
+    problem: str | None = None
