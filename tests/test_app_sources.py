@@ -83,6 +83,8 @@ async def test_the_one_app_opens_browses_and_searches_each_source(case, tmp_path
             assert "read-only: forget needs --allow-writes" in text
             # The tree has every tier with the source's own counts.
             tree = app.query_one(ScopeTree)
+            # Values that carry their key get the room to be read whole.
+            assert tree.has_class("-keys") == (len(source.facet_keys) > 1)
             for facet in source.facets():
                 node = tree.find("tier", facet.tier, facet.tier)
                 assert node is not None and node.data is not None
@@ -331,3 +333,16 @@ def test_cli_open_passes_the_embedder_to_the_app(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["open", str(path), "--embedder", "nosuchmodule:x"])
     assert result.exit_code != 0
     assert "nosuchmodule" in result.output
+
+
+async def test_scope_values_with_their_key_are_read_whole_at_100_columns(tmp_path):
+    source = opened(CASES[4], tmp_path / "store")  # Cyber-AutoAgent: target, operation, category
+    try:
+        app = app_for_source(source, poll_interval=None)
+        async with app.run_test(size=(100, 40)) as pilot:
+            await settle(pilot)
+            text = screen_text(app)
+            assert "target https://shop.example" in text
+            assert "operation OP_20261129_090000 2" in text
+    finally:
+        source.close()

@@ -757,6 +757,8 @@ class BrowsePane(Pane):
     def on_mount(self) -> None:
         source = self.source
         self.tree.show_keys = source.kind != "memtui" and len(source.facet_keys) > 1
+        # Each value then carries its key: the tree takes more of the width.
+        self.tree.set_class(self.tree.show_keys, "-keys")
         self.reload()
 
     def focus_main(self) -> None:
