@@ -488,40 +488,15 @@ def forget_gaps(
             )
         source.require("forget", "forget-gaps")
         preview = source.forget_gaps_preview()  # type: ignore[attr-defined]
-        counts = preview["counts"]
-        vectors = source.kind == "langgraph"
         if not preview["records"]:
-            click.echo(
-                "no erasure gap: no orphaned vectors of deleted items"
-                if vectors
-                else "no erasure gap: no deleted memory has text left in the history"
-            )
+            click.echo(preview["nothing"])
             return
-        if vectors:
-            question = (
-                f"Delete the {counts['vectors']} orphaned vector(s) of {counts['items']} "
-                "deleted item(s) and purge the freed pages? This cannot be undone"
-            )
-        else:
-            question = (
-                f"Clear the text of {counts['memories']} deleted memor"
-                f"{'y' if counts['memories'] == 1 else 'ies'} "
-                f"({counts['history_rows_with_text']} history rows; the events stay) and purge "
-                "the freed pages? This cannot be undone"
-            )
-        confirm_or_abort(question, assume_yes)
+        confirm_or_abort(preview["question"], assume_yes)
         outcome = clear(reason=reason, operator=operator)
     status = "erasure verified" if outcome.verified else f"erasure NOT verified ({outcome.problem})"
-    audit = f"(audit events #{outcome.intent_event_id} intent, #{outcome.event_id} outcome)"
-    if vectors:
-        click.echo(
-            f"deleted {outcome.vectors} orphaned vector(s) of {len(outcome.record_ids)} "
-            f"deleted item(s): {status} {audit}"
-        )
-    else:
-        click.echo(
-            f"cleared the text of {len(outcome.record_ids)} deleted memories "
-            f"({outcome.history_rows} history rows): {status} {audit}"
-        )
+    click.echo(
+        f"{outcome.done}: {status} "
+        f"(audit events #{outcome.intent_event_id} intent, #{outcome.event_id} outcome)"
+    )
     if not outcome.verified:
         sys.exit(3)

@@ -492,6 +492,11 @@ class LangGraphSource(ForeignSqliteSource):
             "records": ids,
             "rule": "the orphaned vectors of deleted items; freed pages purged (VACUUM)",
             "counts": {"items": len(ids), "vectors": len(rows)},
+            "nothing": "no erasure gap: no orphaned vectors of deleted items",
+            "question": (
+                f"Delete the {len(rows)} orphaned vector(s) of {len(ids)} deleted item(s) and "
+                "purge the freed pages? This cannot be undone"
+            ),
         }
 
     def forget_gaps(self, *, reason: str, operator: str | None = None) -> GapsOutcome:
@@ -614,3 +619,10 @@ class GapsOutcome:
     verified: bool
     checks: dict[str, bool]
     problem: str | None = None
+
+    @property
+    def done(self) -> str:
+        """What was deleted, in a sentence (the CLI adds the verification and events)."""
+        return (
+            f"deleted {self.vectors} orphaned vector(s) of {len(self.record_ids)} deleted item(s)"
+        )

@@ -605,7 +605,16 @@ class Mem0Source(QdrantSource):
             for r in self._rows.get(self._memory_id(self._current().by_id[record_id]), [])
             if r.texts()
         )
-        return {"records": ids, "counts": {"memories": len(ids), "history_rows_with_text": rows}}
+        memories = f"{len(ids)} deleted memor{'y' if len(ids) == 1 else 'ies'}"
+        return {
+            "records": ids,
+            "counts": {"memories": len(ids), "history_rows_with_text": rows},
+            "nothing": "no erasure gap: no deleted memory has text left in the history",
+            "question": (
+                f"Clear the text of {memories} ({rows} history rows; the events stay) and "
+                "purge the freed pages? This cannot be undone"
+            ),
+        }
 
     def forget_gaps(self, *, reason: str, operator: str | None = None) -> GapsOutcome:
         """Clear the text mem0's own deletes left in the history (audited, verified)."""
@@ -715,6 +724,14 @@ class GapsOutcome:
     verified: bool
     checks: dict[str, bool]
     problem: str | None = None
+
+    @property
+    def done(self) -> str:
+        """What was cleared, in a sentence (the CLI adds the verification and events)."""
+        return (
+            f"cleared the text of {len(self.record_ids)} deleted memories "
+            f"({self.history_rows} history rows)"
+        )
 
 
 def _text(value: Any) -> str | None:
