@@ -13,6 +13,7 @@ import threading
 import time
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,39 @@ from memtui.sources.cache import (
 Clock = Callable[[], datetime]
 BYTE_CHECK_LIMIT = 512 * 1024 * 1024
 CHECKPOINT_RETRIES = 10
+
+
+@dataclass
+class Erasure:
+    """What one erasure did in a foreign store: its checks (all must hold), counts for
+    the audit event (never a value), and the ids whose cached copy goes or changes."""
+
+    checks: dict[str, bool]
+    details: dict[str, Any] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    touched: list[str] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        return all(self.checks.values())
+
+    @property
+    def problem(self) -> str | None:
+        failed = sorted(k for k, v in self.checks.items() if not v)
+        return f"erasure not verified: {', '.join(failed)}" if failed else None
+
+
+@dataclass(frozen=True)
+class GapsOutcome:
+    """What ``forget_gaps`` cleared: ``done`` says it in a sentence (the store's words)."""
+
+    record_ids: tuple[str, ...]
+    done: str
+    event_id: int
+    intent_event_id: int
+    verified: bool
+    checks: dict[str, bool]
+    problem: str | None = None
 
 
 def _system_clock() -> datetime:
@@ -387,74 +421,120 @@ class ForeignSqliteSource(MemorySource):
         if record is None:
             raise SourceError(f"no record with id {record_id}")
         preview = self.forget_preview(record_id)
-        operator = operator or self.operator
-        source = {"kind": self.kind, "store": str(self.path)}
-        intent = self.audit.append(
-            action=INTENT,
-            record_ids=[record.id],
-            operator=operator,
-            tier=record.tier,
-            record_type=record.record_type,
-            reason=reason,
-            details={"source": source, "rule": preview.get("rule"), "plan": preview.get("counts")},
-        )
-        was_fresh = self.index_status()["ready"] if self.index.path.exists() else False
-        try:
-            with self._lock:
-                applied = self._apply_forget(record)
-                store_checks = dict(applied.get("checks", {}))
-                file_checks, purge_details = self._purge_file(applied.get("probes", []))
-                store_checks.update(file_checks)
-        except Exception as exc:
-            self.audit.append(
-                action="forget-failed",
-                record_ids=[record.id],
-                operator=operator,
-                tier=record.tier,
-                record_type=record.record_type,
-                reason=reason,
-                details={"intent_event": intent, "source": source, "error": type(exc).__name__},
+
+        def erase() -> Erasure:
+            applied = self._apply_forget(record)
+            checks = dict(applied.get("checks", {}))
+            file_checks, purge_details = self._purge_file(applied.get("probes", []))
+            checks.update(file_checks)
+            removed = list(applied.get("removed", [record.id]))
+            return Erasure(
+                checks=checks,
+                details={"removed": removed, **applied.get("details", {}), **purge_details},
+                removed=removed,
+                touched=list(applied.get("touched", [])),
             )
-            if isinstance(exc, SourceError):
-                raise
-            raise SourceError(f"forget failed, nothing was changed: {exc}") from None
-        removed = list(applied.get("removed", [record.id]))
-        touched = list(applied.get("touched", []))
-        with self._index_lock:
-            cache_checks = self._purge_cache(removed, touched, reason, operator, was_fresh)
-        checks = {**store_checks, **cache_checks}
-        verified = all(checks.values())
-        problem = None
-        if not verified:
-            failed = ", ".join(sorted(k for k, v in checks.items() if not v))
-            problem = f"erasure not verified: {failed}"
-        event = self.audit.append(
-            action="forget",
-            record_ids=[record.id],
-            operator=operator,
+
+        intent, event, done = self._audited_erasure(
+            ids=[record.id],
             tier=record.tier,
             record_type=record.record_type,
             reason=reason,
-            details={
-                "intent_event": intent,
-                "source": source,
-                "count": len(removed),
-                "removed": removed,
-                **applied.get("details", {}),
-                **purge_details,
-                "erasure": checks,
-                "verified": verified,
-            },
+            operator=operator,
+            plan={"rule": preview.get("rule"), "plan": preview.get("counts")},
+            erase=erase,
+            failure="forget failed, nothing was changed",
         )
         return ForgetOutcome(
             record_id=record.id,
             event_id=event,
-            verified=verified,
-            checks=checks,
+            verified=done.verified,
+            checks=done.checks,
             intent_event_id=intent,
-            removed=tuple(removed),
-            problem=problem,
+            removed=tuple(done.removed),
+            problem=done.problem,
         )
+
+    def audit_source(self) -> dict[str, Any]:
+        """What the audit events say the store is (never a value of it)."""
+        return {"kind": self.kind, "store": str(self.path)}
+
+    def _audited_erasure(
+        self,
+        *,
+        ids: list[str],
+        tier: str,
+        record_type: str,
+        reason: str,
+        operator: str | None,
+        plan: dict[str, Any],
+        erase: Callable[[], Erasure],
+        failure: str,
+        operation: str | None = None,
+    ) -> tuple[int, int, Erasure]:
+        """One foreign erasure, audited across files no transaction can span.
+
+        An intent event first; then ``erase`` (under the source lock: the store's
+        own rule, its purge and byte checks); a ``forget-failed`` event if it
+        raises; memtui's cached copy purged; and the outcome event with every
+        check. Returns the intent and outcome event ids and the erasure.
+        """
+        operator = operator or self.operator
+        source = self.audit_source()
+        tag = {"operation": operation} if operation else {}
+        intent = self.audit.append(
+            action=INTENT,
+            record_ids=ids,
+            operator=operator,
+            tier=tier,
+            record_type=record_type,
+            reason=reason,
+            details={**tag, "source": source, **plan},
+        )
+        was_fresh = self.index_status()["ready"] if self.index.path.exists() else False
+        try:
+            with self._lock:
+                done = erase()
+        except Exception as exc:
+            self.audit.append(
+                action="forget-failed",
+                record_ids=ids,
+                operator=operator,
+                tier=tier,
+                record_type=record_type,
+                reason=reason,
+                details={
+                    **tag,
+                    "intent_event": intent,
+                    "source": source,
+                    "error": type(exc).__name__,
+                },
+            )
+            if isinstance(exc, SourceError):
+                raise
+            raise SourceError(f"{failure}: {exc}") from None
+        with self._index_lock:
+            done.checks.update(
+                self._purge_cache(done.removed, done.touched, reason, operator, was_fresh)
+            )
+        event = self.audit.append(
+            action="forget",
+            record_ids=ids,
+            operator=operator,
+            tier=tier,
+            record_type=record_type,
+            reason=reason,
+            details={
+                **tag,
+                "intent_event": intent,
+                "source": source,
+                "count": len(done.removed),
+                **done.details,
+                "erasure": done.checks,
+                "verified": done.verified,
+            },
+        )
+        return intent, event, done
 
     def _purge_file(self, probes: Sequence[bytes]) -> tuple[dict[str, bool], dict[str, Any]]:
         """Purge what the delete freed and check that the forgotten bytes are gone.

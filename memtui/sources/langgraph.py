@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from memtui.core.records import format_timestamp
 from memtui.core.secrets import is_secret_key
-from memtui.sources.audit import INTENT
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
     DetailSection,
@@ -45,7 +43,7 @@ from memtui.sources.base import (
     require_reason,
 )
 from memtui.sources.cache import FilterSql
-from memtui.sources.foreign import ForeignSqliteSource
+from memtui.sources.foreign import Erasure, ForeignSqliteSource, GapsOutcome
 
 ID_PREFIX = "lg"
 _LG_TEXT = "%Y-%m-%d %H:%M:%S"  # SQLite CURRENT_TIMESTAMP
@@ -507,122 +505,65 @@ class LangGraphSource(ForeignSqliteSource):
         ids = self._orphan_ids(plan)
         if not ids:
             raise SourceError("no erasure gap: no orphaned vectors of deleted items to clear")
-        operator = operator or self.operator
-        source = {"kind": self.kind, "store": str(self.path)}
-        counts = {"items": len(ids), "vectors": len(plan)}
-        intent = self.audit.append(
-            action=INTENT,
-            record_ids=ids,
-            operator=operator,
-            tier="item",
-            record_type="vector",
-            reason=reason,
-            details={"operation": "forget-gaps", "source": source, "plan": counts},
-        )
-        was_fresh = self.index_status()["ready"] if self.index.path.exists() else False
         keys = [(r[0], r[1], r[2]) for r in plan]
         probes = [
             bytes(r[3])[:32]
             for r in plan
             if isinstance(r[3], bytes | bytearray) and len(r[3]) >= 16
         ]
-        still = (
-            "SELECT 1 FROM store_vectors AS v WHERE v.prefix = ? AND v.key = ? AND "
-            "v.field_name = ? AND NOT EXISTS "
-            "(SELECT 1 FROM store AS s WHERE s.prefix = v.prefix AND s.key = v.key)"
+        orphan = (
+            "prefix = ? AND key = ? AND field_name = ? AND NOT EXISTS "
+            "(SELECT 1 FROM store AS s WHERE s.prefix = store_vectors.prefix "
+            "AND s.key = store_vectors.key)"
         )
-        try:
-            with self._lock:
-                conn = self._conn
-                conn.execute("PRAGMA secure_delete = ON")
-                removed = 0
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    # Only the planned rows, and only while their item is still gone.
-                    for key in keys:
-                        removed += conn.execute(
-                            "DELETE FROM store_vectors WHERE prefix = ? AND key = ? AND "
-                            "field_name = ? AND NOT EXISTS (SELECT 1 FROM store AS s WHERE "
-                            "s.prefix = store_vectors.prefix AND s.key = store_vectors.key)",
-                            key,
-                        ).rowcount
-                    conn.execute("COMMIT")
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                checks: dict[str, bool] = {
-                    "orphaned_vectors_gone": not any(
-                        conn.execute(still, key).fetchone() for key in keys
-                    )
-                }
-                file_checks, details = self._purge_file(probes)
-                checks.update(file_checks)
-        except Exception as exc:
-            self.audit.append(
-                action="forget-failed",
-                record_ids=ids,
-                operator=operator,
-                tier="item",
-                record_type="vector",
-                reason=reason,
-                details={
-                    "operation": "forget-gaps",
-                    "intent_event": intent,
-                    "source": source,
-                    "error": type(exc).__name__,
-                },
-            )
-            if isinstance(exc, SourceError):
+
+        def erase() -> Erasure:
+            conn = self._conn
+            conn.execute("PRAGMA secure_delete = ON")
+            removed = 0
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                # Only the planned rows, and only while their item is still gone.
+                for key in keys:
+                    removed += conn.execute(
+                        f"DELETE FROM store_vectors WHERE {orphan}", key
+                    ).rowcount
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
                 raise
-            raise SourceError(f"forget-gaps failed, nothing was changed: {exc}") from None
-        with self._index_lock:
-            checks.update(self._purge_cache(ids, [], reason, operator, was_fresh))
-        verified = all(checks.values())
-        event = self.audit.append(
-            action="forget",
-            record_ids=ids,
-            operator=operator,
+            checks = {
+                "orphaned_vectors_gone": not any(
+                    conn.execute(f"SELECT 1 FROM store_vectors WHERE {orphan}", key).fetchone()
+                    for key in keys
+                )
+            }
+            file_checks, details = self._purge_file(probes)
+            checks.update(file_checks)
+            return Erasure(
+                checks=checks, details={"vectors_removed": removed, **details}, removed=ids
+            )
+
+        intent, event, done = self._audited_erasure(
+            ids=ids,
             tier="item",
             record_type="vector",
             reason=reason,
-            details={
-                "operation": "forget-gaps",
-                "intent_event": intent,
-                "source": source,
-                "count": len(ids),
-                "vectors_removed": removed,
-                **details,
-                "erasure": checks,
-                "verified": verified,
-            },
+            operator=operator,
+            plan={"plan": {"items": len(ids), "vectors": len(plan)}},
+            erase=erase,
+            failure="forget-gaps failed, nothing was changed",
+            operation="forget-gaps",
         )
-        failed = sorted(k for k, v in checks.items() if not v)
         return GapsOutcome(
             record_ids=tuple(ids),
-            vectors=removed,
+            done=(
+                f"deleted {done.details['vectors_removed']} orphaned vector(s) of {len(ids)} "
+                "deleted item(s)"
+            ),
             event_id=event,
             intent_event_id=intent,
-            verified=verified,
-            checks=checks,
-            problem=f"erasure not verified: {', '.join(failed)}" if failed else None,
-        )
-
-
-@dataclass(frozen=True)
-class GapsOutcome:
-    """What ``forget_gaps`` did: the shape of mem0's, counting vectors instead of history rows."""
-
-    record_ids: tuple[str, ...]
-    vectors: int
-    event_id: int
-    intent_event_id: int
-    verified: bool
-    checks: dict[str, bool]
-    problem: str | None = None
-
-    @property
-    def done(self) -> str:
-        """What was deleted, in a sentence (the CLI adds the verification and events)."""
-        return (
-            f"deleted {self.vectors} orphaned vector(s) of {len(self.record_ids)} deleted item(s)"
+            verified=done.verified,
+            checks=done.checks,
+            problem=done.problem,
         )

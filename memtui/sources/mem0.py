@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from memtui.core.records import format_timestamp
-from memtui.sources.audit import INTENT
 from memtui.sources.base import (
     DetailSection,
     SourceError,
@@ -44,6 +43,7 @@ from memtui.sources.base import (
     SourceSummary,
     require_reason,
 )
+from memtui.sources.foreign import Erasure, GapsOutcome
 from memtui.sources.qdrant import (
     BUSY_TIMEOUT_MS,
     FolderBackend,
@@ -620,118 +620,63 @@ class Mem0Source(QdrantSource):
         """Clear the text mem0's own deletes left in the history (audited, verified)."""
         self._require_writable()
         require_reason(reason)
-        if self.history is None:
+        history = self.history
+        if history is None:
             raise SourceError("no mem0 history.db is open for this store: nothing to clear")
         with self._writer():
             ids = self.gap_ids()  # what is on disk now, under the lock
-            operator = operator or self.operator
-            source = {"kind": self.kind, "store": str(self.path), "collection": self.info.name}
             preview = self.forget_gaps_preview()
-            was_fresh = self.index_status()["ready"] if self.index.path.exists() else False
-            intent = self.audit.append(
-                action=INTENT,
-                record_ids=ids,
-                operator=operator,
-                tier="memory",
-                record_type="memory",
-                reason=reason,
-                details={"operation": "forget-gaps", "source": source, "plan": preview["counts"]},
-            )
-            try:
-                with self._lock:
-                    snap = self._current()
-                    memory_ids = [self._memory_id(snap.by_id[i]) for i in ids]
-                    texts = {t for m in memory_ids for r in self.history.rows(m) for t in r.texts()}
-                    probes = [t.encode("utf-8")[:256] for t in texts if len(t.encode()) >= 8]
-                    cleared = self.history.clear(memory_ids)
-                    checks: dict[str, bool] = {
-                        "history_text_cleared": not any(
-                            r.texts() for m in memory_ids for r in self.history.rows(m)
-                        )
-                    }
-                    details: dict[str, Any] = {"history_rows_cleared": cleared}
-                    c, d = self._purge_connection(self.history.conn, self.history.path, probes)
+
+            def erase() -> Erasure:
+                snap = self._current()
+                memory_ids = [self._memory_id(snap.by_id[i]) for i in ids]
+                texts = {t for m in memory_ids for r in history.rows(m) for t in r.texts()}
+                probes = [t.encode("utf-8")[:256] for t in texts if len(t.encode()) >= 8]
+                cleared = history.clear(memory_ids)
+                checks = {
+                    "history_text_cleared": not any(
+                        r.texts() for m in memory_ids for r in history.rows(m)
+                    )
+                }
+                details: dict[str, Any] = {"history_rows_cleared": cleared}
+                purged = [(history.conn, history.path)]
+                if isinstance(self.backend, FolderBackend) and self.backend.conn is not None:
+                    purged.append((self.backend.conn, self.backend.storage))
+                for conn, path in purged:
+                    c, d = self._purge_connection(conn, path, probes)
                     checks.update(c)
                     details.update(d)
-                    if isinstance(self.backend, FolderBackend) and self.backend.conn is not None:
-                        c, d = self._purge_connection(
-                            self.backend.conn, self.backend.storage, probes
-                        )
-                        checks.update(c)
-                        details.update(d)
-                    self._reload()
-            except Exception as exc:
-                self.audit.append(
-                    action="forget-failed",
-                    record_ids=ids,
-                    operator=operator,
-                    tier="memory",
-                    record_type="memory",
-                    reason=reason,
-                    details={
-                        "operation": "forget-gaps",
-                        "intent_event": intent,
-                        "source": source,
-                        "error": type(exc).__name__,
-                    },
-                )
-                if isinstance(exc, SourceError):
-                    raise
-                raise SourceError(f"forget-gaps failed: {exc}") from None
-            with self._index_lock:
-                checks.update(self._purge_cache(ids, [], reason, operator, was_fresh))
-            verified = all(checks.values())
-            event = self.audit.append(
-                action="forget",
-                record_ids=ids,
-                operator=operator,
+                self._reload()
+                return Erasure(checks=checks, details=details, removed=list(ids))
+
+            intent, event, done = self._audited_erasure(
+                ids=ids,
                 tier="memory",
                 record_type="memory",
                 reason=reason,
-                details={
-                    "operation": "forget-gaps",
-                    "intent_event": intent,
-                    "source": source,
-                    "count": len(ids),
-                    **details,
-                    "erasure": checks,
-                    "verified": verified,
-                },
+                operator=operator,
+                plan={"plan": preview["counts"]},
+                erase=erase,
+                failure="forget-gaps failed",
+                operation="forget-gaps",
             )
-        failed = sorted(k for k, v in checks.items() if not v)
         return GapsOutcome(
             record_ids=tuple(ids),
-            history_rows=cleared,
+            done=(
+                f"cleared the text of {len(ids)} deleted memories "
+                f"({done.details['history_rows_cleared']} history rows)"
+            ),
             event_id=event,
             intent_event_id=intent,
-            verified=verified,
-            checks=checks,
-            problem=f"erasure not verified: {', '.join(failed)}" if failed else None,
+            verified=done.verified,
+            checks=done.checks,
+            problem=done.problem,
         )
 
     def close(self) -> None:
         super().close()
         if self.history is not None:
             self.history.close()
-
-
-@dataclass(frozen=True)
-class GapsOutcome:
-    record_ids: tuple[str, ...]
-    history_rows: int
-    event_id: int
-    intent_event_id: int
-    verified: bool
-    checks: dict[str, bool]
-    problem: str | None = None
-
-    @property
-    def done(self) -> str:
-        """What was cleared, in a sentence (the CLI adds the verification and events)."""
-        return (
-            f"cleared the text of {len(self.record_ids)} deleted memories "
-            f"({self.history_rows} history rows)"
-        )
 
 
 def _text(value: Any) -> str | None:

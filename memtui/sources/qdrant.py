@@ -973,6 +973,9 @@ class QdrantSource(ForeignSqliteSource):
     def live(self) -> bool:
         return bool(self.live_holders)
 
+    def audit_source(self) -> dict[str, Any]:
+        return {**super().audit_source(), "collection": self.info.name}
+
     @property
     def label(self) -> str:
         if isinstance(self.backend, ServerBackend):
