@@ -34,7 +34,7 @@ from memtui.sources.base import ForgetOutcome, MemorySource, SourceRecord
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.browse import BrowsePane, RecordTable
 from memtui.tui.commands import MemtuiCommands
-from memtui.tui.format import fit, hidden_words, now_label, plural
+from memtui.tui.format import fit, hidden_words, now_label, plural, record_label
 
 if TYPE_CHECKING:  # imported when first used: not needed for the first screen
     from memtui.tui.audit_view import AuditPane
@@ -598,7 +598,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
         if record is None:
             self.notify(
-                f"Record #{escape_controls(record_id)} is no longer on file.",
+                f"Record {escape_controls(record_label(record_id))} is no longer on file.",
                 severity="warning",
                 markup=False,
             )
@@ -606,7 +606,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if kind == "refute":
             if record.record_type != "tactic":
                 self.notify(
-                    f"Only tactics can be refuted; #{escape_controls(record.id)} is a "
+                    f"Only tactics can be refuted; {escape_controls(record_label(record.id))} is a "
                     f"{escape_controls(record.record_type)}. Forget it instead (f).",
                     title="Not a tactic",
                     severity="warning",
@@ -615,7 +615,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
                 return
             if record.state == "refuted":
                 self.notify(
-                    f"Tactic #{escape_controls(record.id)} is already refuted.",
+                    f"Tactic {escape_controls(record_label(record.id))} is already refuted.",
                     severity="warning",
                     markup=False,
                 )
@@ -641,7 +641,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         fields = secret_paths(record.metadata)
         if not fields:
             self.notify(
-                f"Record #{escape_controls(record.id)} has no masked field.",
+                f"Record {escape_controls(record_label(record.id))} has no masked field.",
                 severity="warning",
                 markup=False,
             )
@@ -661,8 +661,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def _revealed(self, record_id: str, field: str, value: Any, event: int | None) -> None:
         self.browse.show_revealed(record_id, field, value)
         self.notify(
-            f"Revealed {escape_controls(field)} of record #{escape_controls(record_id)} in the "
-            f"detail pane · audit event #{event}",
+            f"Revealed {escape_controls(field)} of record "
+            f"{escape_controls(record_label(record_id))} in the detail pane · audit event #{event}",
             title="Revealed",
             timeout=8,
             markup=False,
@@ -800,7 +800,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         source = self.source
         if kind == "refute":
             event = source.refute(str(target), reason=reason, operator=self.operator)
-            return event, f"Refuted tactic #{escape_controls(str(target))}", 0, None
+            return event, f"Refuted tactic {escape_controls(record_label(str(target)))}", 0, None
         if kind == "forget":
             record = source.get(str(target))
             outcome = source.forget(str(target), reason=reason, operator=self.operator)
@@ -837,7 +837,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         ids = None if kind == "forget-scope" else [str(target)]
         event = _event_of(self.source, action, ids)
         what = escape_controls(str(target))
-        what = what if kind == "forget-scope" else f"#{what}"
+        what = what if kind == "forget-scope" else record_label(what)
         return event, f"Done ({action} {what}); see the audit log", 0, None
 
     def _gave_up(self, kind: str, target: Any, reason: str, tries: int) -> None:
@@ -846,7 +846,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         what = (
             f"engagement {escape_controls(str(record))}"
             if kind == "forget-scope"
-            else f"record #{escape_controls(str(record))}"
+            else f"record {escape_controls(record_label(str(record)))}"
         )
         self.notify(
             f"The database stayed busy: another process held it through {tries} tries, so "
@@ -958,7 +958,11 @@ def _event_of(source: MemorySource, action: str, record_ids: list[str] | None) -
 
 
 def _forget_message(record: SourceRecord | None, outcome: ForgetOutcome) -> str:
-    what = f"{record.tier} {record.record_type} #{record.id}" if record else f"#{outcome.record_id}"
+    what = (
+        f"{record.tier} {record.record_type} {record_label(record.id)}"
+        if record
+        else record_label(outcome.record_id)
+    )
     state = (
         "erasure verified"
         if outcome.verified

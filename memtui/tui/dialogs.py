@@ -19,7 +19,7 @@ from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from memtui.render import escape_controls, one_line, safe_text
 from memtui.sources.base import SourceRecord
-from memtui.tui.format import plural
+from memtui.tui.format import plural, record_label
 
 PREVIEW_CHARS = 240
 SCOPE_LABELS = {"tool_name": "tool", "run_id": "run", "url_pattern": "url"}
@@ -134,9 +134,9 @@ class ConfirmRecordAction(ConfirmDialog):
         record = self.record
         noun = "record" if self.verb == "forget" else "tactic"
         with Vertical(classes="dialog") as box:
-            box.border_title = f"{self.ACTION_LABEL} {noun} #{record.id}?"
+            box.border_title = f"{self.ACTION_LABEL} {noun} {record_label(record.id)}?"
             summary = Text()
-            summary.append(f"#{record.id}", style="bold")
+            summary.append_text(safe_text(record_label(record.id), limit=80, style="bold"))
             summary.append("  tier ", style="dim")
             summary.append_text(one_line(record.tier, 20))
             summary.append("  type ", style="dim")
@@ -239,9 +239,9 @@ class RevealDialog(ConfirmDialog):
     def compose(self) -> ComposeResult:
         record = self.record
         with Vertical(classes="dialog") as box:
-            box.border_title = f"Reveal a masked field of record #{record.id}?"
+            box.border_title = f"Reveal a masked field of record {record_label(record.id)}?"
             summary = Text()
-            summary.append(f"#{record.id}", style="bold")
+            summary.append_text(safe_text(record_label(record.id), limit=80, style="bold"))
             summary.append("  tier ", style="dim")
             summary.append_text(one_line(record.tier, 20))
             summary.append("  type ", style="dim")
