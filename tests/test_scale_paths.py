@@ -114,8 +114,18 @@ FILTERS = [None, {"tier": "working"}, {"engagement": "e1"}, {"record_type": "tac
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("pool_size", [1, 5, 100])
 def test_keyword_lane_equals_the_join_it_replaced(populated, monkeypatch, parallel, pool_size):
-    if parallel:  # the two-connection path that a big store takes
+    side_calls = []
+    if parallel:  # the two-connection path that a big store takes, started at the first step
         monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
+        monkeypatch.setattr(search_module, "_SLOW_RANKING", 0.0)
+        monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)
+        side_query = MemoryStore.side_query
+
+        def counted(self, *args):
+            side_calls.append(args)
+            return side_query(self, *args)
+
+        monkeypatch.setattr(MemoryStore, "side_query", counted)
     with MemoryStore(populated, clock=fixed_clock, read_only=True) as store:
         for query in QUERIES:
             match = match_expression(index_tokens(store, query))
@@ -124,9 +134,15 @@ def test_keyword_lane_equals_the_join_it_replaced(populated, monkeypatch, parall
                 ranked, want_excluded, want_matched = reference_keyword_lane(
                     store, match, filters, pool_size
                 )
-                got = [(i, lane.raw[i], *lane.dates[i]) for i in lane.raw]
-                assert got == ranked, (query, filters)
+                assert list(lane.raw.items()) == [(i, s) for i, s, _c, _e in ranked]
                 assert (excluded, matched) == (want_excluded, want_matched), (query, filters)
+                response = hybrid_search(
+                    store, query, filters=filters, pool_size=pool_size, keyword_only=True
+                )
+                assert [(r.record_id, r.created_at, r.expires_at) for r in response.candidates] == [
+                    (i, c, e) for i, _s, c, e in sorted(ranked, key=lambda r: (-r[1], r[0]))
+                ]
+    assert bool(side_calls) is parallel
 
 
 def test_the_pool_refills_when_hidden_rows_crowd_the_top(tmp_path, monkeypatch):
@@ -339,3 +355,57 @@ def test_scope_forget_verifies_the_index_word_by_word_or_one_by_one(
         store.forget_scope(engagement="bad", reason="clean")
         erasure = store.audit_events()[0]["details"]["erasure"]
         assert erasure == {"row_gone": True, "index_gone": False, "vector_gone": True}
+
+
+def test_a_posting_without_its_record_is_never_a_result(tmp_path):
+    """A damaged index (a posting left after its row) ranks in the lane but is no result."""
+    with MemoryStore(tmp_path / "d.db", clock=fixed_clock) as store:
+        kept = store.add_record(tier="knowledge", record_type="note", content="skua skua tern")
+        ghost = store.add_record(tier="knowledge", record_type="note", content="skua")
+        store.connection.execute("DROP TRIGGER records_ad")
+        store.connection.execute("DELETE FROM records WHERE id = ?", (ghost,))
+        lane, _excluded, matched = _keyword_lane(store, match_expression(["skua"]), None, 10)
+        assert set(lane.raw) == {kept, ghost} and matched == 2  # the index still holds both
+        response = hybrid_search(store, "skua", keyword_only=True)
+        assert [r.record_id for r in response.candidates] == [kept]
+        assert response.results[0].created_at == store.get(kept).created_at
+
+
+def test_the_expiry_cut_is_kept_only_for_its_span(tmp_path):
+    """The count of passed expiries is reused between two expiries, redone past either."""
+    with MemoryStore(tmp_path / "e.db", clock=fixed_clock) as store:
+        for day in (2, 4, 4, 6):
+            store.add_record(
+                tier="working",
+                record_type="note",
+                content="tern",
+                expires_at=f"2026-12-0{day}T00:00:00Z",
+            )
+        hidden = search_module._hidden_rows(store)
+        for now, passed in [
+            ("2026-12-03T00:00:00.000000Z", 1),
+            ("2026-12-03T23:59:59.999999Z", 1),
+            ("2026-12-04T00:00:00.000000Z", 3),  # equal to an expiry: passed
+            ("2026-12-05T00:00:00.000000Z", 3),
+            ("2026-12-01T00:00:00.000000Z", 0),  # the clock went back
+            ("2026-12-09T00:00:00.000000Z", 4),
+            ("2026-12-10T00:00:00.000000Z", 4),
+        ]:
+            assert hidden.expired_before(now) == passed, now
+
+
+def test_a_quick_ranking_never_starts_the_side_listing(populated, monkeypatch):
+    """The listing beside the ranking starts only once the ranking has run long."""
+    calls = []
+    monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)
+    monkeypatch.setattr(MemoryStore, "side_query", lambda self, *args: calls.append(args))
+    with MemoryStore(populated, clock=fixed_clock, read_only=True) as store:
+        match = match_expression(["osprey"])
+        monkeypatch.setattr(search_module, "_SLOW_RANKING", 60.0)
+        lane, _excluded, matched = _keyword_lane(store, match, None, 1)
+        assert matched > 20 and len(lane.raw) == 1 and calls == []  # listed in line
+        monkeypatch.setattr(search_module, "_SLOW_RANKING", 0.0)
+        again, _excluded, matched_again = _keyword_lane(store, match, None, 1)
+        assert len(calls) == 1  # started beside the ranking; no second connection: in line
+        assert (again.raw, matched_again) == (lane.raw, matched)

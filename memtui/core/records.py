@@ -62,7 +62,8 @@ def format_timestamp(moment: datetime) -> str:
     """Fixed-width UTC ISO-8601 text, so stored timestamps compare as strings."""
     if moment.tzinfo is None:
         raise ValueError(f"timestamp {moment!r} has no timezone; give an aware UTC datetime")
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat: four-digit years always (strftime's %Y drops the zeros of year 1..999)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")[:-6] + "Z"
 
 
 def parse_timestamp(value: str | datetime) -> datetime:

@@ -16,9 +16,11 @@ import re
 import secrets
 import sqlite3
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import islice, repeat
+from operator import itemgetter, sub, truediv
 from typing import Any
 
 from memtui.core.embed import Embedder, EmbedderError, resolve_embedder
@@ -157,7 +159,8 @@ def min_max_normalize(values: Sequence[float]) -> list[float]:
     lo, hi = min(values), max(values)
     if hi == lo:
         return [1.0] * len(values)
-    return [(v - lo) / (hi - lo) for v in values]
+    # (v - lo) / (hi - lo) for each v, mapped in C
+    return list(map(truediv, map(sub, values, repeat(lo)), repeat(hi - lo)))
 
 
 def merge_score(keyword: float, vector: float, weights: Mapping[str, float]) -> float:
@@ -218,23 +221,25 @@ class _Lane:
     pool: dict[str, Any] = field(default_factory=dict)
 
 
-def _lane_from_ranked(
-    ranked: Sequence[tuple[int, float, str | None, str | None]], pool_size: int
+def _lane_from_scores(
+    raw: dict[int, float],
+    pool_size: int,
+    dates: Mapping[int, tuple[str | None, str | None]] | None = None,
 ) -> _Lane:
-    lane = _Lane()
-    values = [raw for _, raw, _, _ in ranked]
-    for (record_id, raw, created, expires), norm in zip(
-        ranked, min_max_normalize(values), strict=True
-    ):
-        lane.raw[record_id] = raw
-        lane.normalized[record_id] = norm
-        lane.dates[record_id] = (created, expires)
-    lane.pool = {
-        "size": len(values),
-        "min": min(values) if values else None,
-        "max": max(values) if values else None,
-        "limit": pool_size,
-    }
+    """A lane from its pool's raw scores, best first: min-max normalized; dates when read."""
+    values = list(raw.values())
+    lane = _Lane(
+        raw=raw,
+        normalized=dict(zip(raw, min_max_normalize(values), strict=True)),
+        pool={
+            "size": len(values),
+            "min": min(values) if values else None,
+            "max": max(values) if values else None,
+            "limit": pool_size,
+        },
+    )
+    if dates:
+        lane.dates = {record_id: dates[record_id] for record_id in raw}
     return lane
 
 
@@ -267,7 +272,70 @@ class _Hidden:
     expiry_order: Any  # every expires_at, ascending; None when not all are text
     share: float = 0.0  # at most this fraction of all rows is hidden
     rows: int = 0  # about how many rows the table has (its highest id)
+    lowest_id: int = 0  # the lowest id (negative only in a hand-made file)
     rows_in: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
+    by_id: tuple[bytes, memoryview] | None = None  # see hidden_among
+    cut_span: tuple[str, str | None, int] | None = None
+
+    def expired_before(self, now: str) -> int:
+        """How many ``expires_at`` values are ``<= now`` (``expiry_order`` must be text).
+
+        The answer holds for every now from the last expiry passed up to the
+        next one, so it is kept for that span: searches in a row skip the lookup.
+        """
+        held = self.cut_span
+        if held is not None and held[0] <= now and (held[1] is None or now < held[1]):
+            return held[2]
+        order = self.expiry_order
+        cut = int(_np().searchsorted(order, now, side="right"))
+        passed = str(order[cut - 1]) if cut else ""
+        self.cut_span = (passed, str(order[cut]) if cut < len(order) else None, cut)
+        return cut
+
+    def hidden_among(self, store: MemoryStore, ids: Collection[int]) -> tuple[set[int], set[int]]:
+        """Of a few ``ids``: the refuted ones; the expired (now) and not refuted ones.
+
+        The answer of ``classify`` for a rare query's handful of ids. Array
+        calls have a fixed cost that outweighs such a query, and hash sets of
+        a big store's hidden ids miss the processor's caches on every lookup;
+        so this reads one byte per id from a table indexed by id (one byte per
+        row: 1 MB at a million), and the expiry rank of the few it marks.
+        """
+        if not ids:
+            return set(), set()
+        np = _np()
+        if self.by_id is None:
+            marks = np.zeros(self.rows + 1, dtype=np.uint8)
+            rank = np.full(self.rows + 1, -1, dtype=np.int32)
+            if self.lowest_id >= 0:
+                marks[self.refuted] = 1
+                marks[self.expiring_ids[~_members(self.refuted, self.expiring_ids)]] = 2
+                rank[self.expiring_ids] = self.expiring_rank
+            else:  # a negative id would index from the end: every id goes the array way
+                marks = np.zeros(0, dtype=np.uint8)
+            self.by_id = (marks.tobytes(), memoryview(rank))
+        marks, rank_at = self.by_id
+        try:
+            if len(ids) == 1:
+                found = [i for i in ids if marks[i]]
+            else:
+                found = [i for i, mark in zip(ids, itemgetter(*ids)(marks), strict=True) if mark]
+        except IndexError:  # an id past the table's last row (a posting with no row): arrays
+            matched = np.unique(np.fromiter(ids, dtype=np.int64, count=len(ids)))
+            refuted_mask, expired_mask = self.classify(store, matched)
+            return set(matched[refuted_mask].tolist()), set(matched[expired_mask].tolist())
+        if not found:
+            return set(), set()
+        refuted = {i for i in found if marks[i] == 1}
+        expiring = [i for i in found if marks[i] == 2]
+        if not expiring:
+            return refuted, set()
+        now = store.now_text()
+        if self.expiry_order is None:
+            gone = self.expiring_ids[self.expired_flags(store, now)]
+            return refuted, set(expiring).intersection(gone.tolist())
+        cut = self.expired_before(now)
+        return refuted, {i for i in expiring if rank_at[i] < cut}
 
     def expired_flags(self, store: MemoryStore, now: str) -> Any:
         """Over ``expiring_ids``: expired at ``now`` and not refuted (refuted comes first)."""
@@ -282,25 +350,27 @@ class _Hidden:
                 )
             )
             return _positions(expired, self.expiring_ids) >= 0
-        cut = int(np.searchsorted(self.expiry_order, now, side="right"))
+        cut = self.expired_before(now)
         return (self.expiring_rank < cut) & ~self.expiring_refuted
 
-    def classify(self, store: MemoryStore, matched: Any, now: str) -> tuple[Any, Any]:
-        """Masks over the ascending ``matched`` ids: refuted; expired (and not refuted)."""
+    def classify(self, store: MemoryStore, matched: Any) -> tuple[Any, Any]:
+        """Masks over the ascending ``matched`` ids: refuted; expired now and not refuted."""
         np = _np()
         refuted = _mask(matched, self.refuted)
-        expired = np.zeros(len(matched), dtype=bool)
-        if len(self.expiring_ids) == 0 or len(matched) == 0:
-            return refuted, expired
+        if len(self.expiring_ids) == 0:
+            return refuted, np.zeros(len(matched), dtype=bool)
+        now = store.now_text()
         if len(matched) * 8 < len(self.expiring_ids) and self.expiry_order is not None:
             where = _positions(self.expiring_ids, matched)
             found = where >= 0
-            at = where[found]
-            cut = int(np.searchsorted(self.expiry_order, now, side="right"))
-            expired[found] = (self.expiring_rank[at] < cut) & ~self.expiring_refuted[at]
+            expired = np.zeros(len(matched), dtype=bool)
+            if found.any():
+                at = where[found]
+                cut = self.expired_before(now)
+                expired[found] = (self.expiring_rank[at] < cut) & ~self.expiring_refuted[at]
             return refuted, expired
         gone = self.expiring_ids[self.expired_flags(store, now)]
-        return refuted, _mask(matched, gone)
+        return refuted, _mask(matched, gone) & ~refuted
 
     def matrix_rows(self, store: MemoryStore, cached: Any, now: str) -> Any:
         """Rows of the vector matrix ``cached`` that the live rule hides at ``now``."""
@@ -360,15 +430,16 @@ def _hidden_rows(store: MemoryStore) -> _Hidden:
     if all(isinstance(r[0], str) for r in rows):
         # a foreign value type (not text) is left to SQLite to compare
         order = np.array([r[0] for r in rows], dtype=str) if rows else np.zeros(0, dtype=str)
-    top = store.query("SELECT max(id) FROM records")[0][0] or 0
+    top, lowest = store.query("SELECT max(id), min(id) FROM records")[0]
     hidden = _Hidden(
         refuted=refuted,
         expiring_ids=ids[by_id],
         expiring_rank=by_id.astype(np.int64),
         expiring_refuted=flags[by_id],
         expiry_order=order,
-        share=min(1.0, (len(refuted) + len(ids)) / top) if top else 0.0,
-        rows=int(top),
+        share=min(1.0, (len(refuted) + len(ids)) / top) if top and top > 0 else 0.0,
+        rows=max(0, int(top or 0)),
+        lowest_id=int(lowest or 0),
     )
     _HIDDEN[store] = (key, hidden)
     return hidden
@@ -447,13 +518,16 @@ def _keyword_lane(
 ) -> tuple[_Lane, dict[str, int], int]:
     """Top ``pool_size`` live, in-scope matches by BM25, and counts of the excluded.
 
-    Two statements: FTS5 ranks the matches by ``bm25()`` exactly as a plain
-    top-N query does (N raised by a margin for the rows the live rule hides),
-    and a cheap pass lists every match's rowid (no BM25), whose refuted,
-    expired and out-of-scope rows are counted against the cached hidden rows.
-    Without filters the two run at once, on the store's two connections.
-    Only the pool's rows are then read from the records table; if excluded
-    rows crowd the top of the ranking, it is fetched again with a sure N.
+    FTS5 ranks the matches by ``bm25()`` exactly as a plain top-N query does,
+    N being twice the pool plus a margin for the rows the live rule hides.
+    When fewer than N match, that ranking holds every match and is the only
+    statement. Otherwise a cheap pass lists every match's rowid (no BM25); on
+    a big store it starts on the store's second connection as soon as the
+    ranking proves slow, so the two run side by side. Refuted, expired and
+    out-of-scope matches are counted against the cached hidden rows, never by
+    reading the records table; if they crowd the top of the ranking, it is
+    fetched again with a sure N. The records' dates are read once per search,
+    for both lanes' candidates together (``hybrid_search``).
 
     Raises ``sqlite3.DatabaseError`` when FTS5 rejects the query or the index.
     """
@@ -463,52 +537,56 @@ def _keyword_lane(
     first: tuple[int, list[Any]] | None = None
     hidden = _hidden_rows(store)
     if filters:
-        text = store.query(listing, [match])[0][0]
-        matched = _parse_ids(text)
+        matched = _parse_ids(store.query(listing, [match])[0][0])
     else:
-        guess = pool_size + int(2 * pool_size * hidden.share) + 16
-        pending = None
-        if hidden.rows >= _PARALLEL_MIN_ROWS:
-            # Two passes over every match, side by side on the store's two connections.
-            pending = _side_pool().submit(store.side_query, listing, [match])
-        try:
-            rows = _ranked_matches(store, match, guess)
-        except BaseException:
-            if pending is not None:
-                pending.cancel()
-            raise
-        first = (guess, rows)
-        if len(rows) < guess:
+        fetch = 2 * pool_size + int(2 * pool_size * hidden.share) + 16
+        early = _EarlyListing(store, listing, match) if hidden.rows >= _PARALLEL_MIN_ROWS else None
+        rows = _ranked_matches(store, match, fetch, when_slow=early.start if early else None)
+        if len(rows) < fetch:
             # Fewer matches than asked for: the ranking holds every one of them.
-            matched = np.sort(np.asarray([r[0] for r in rows], dtype=np.int64))
-        else:
-            found = pending.result() if pending is not None else None
-            text = found[0][0] if found is not None else store.query(listing, [match])[0][0]
-            matched = _parse_ids(text)
+            return _every_match_ranked(store, hidden, rows, pool_size)
+        first = (fetch, rows)
+        text = early.result() if early is not None else None
+        if text is None:
+            text = store.query(listing, [match])[0][0]
+        matched = _parse_ids(text)
     total = len(matched)
     excluded = {"refuted": 0, "expired": 0, "out_of_scope": 0}
     if total == 0:
-        return _lane_from_ranked([], pool_size), excluded, 0
+        return _lane_from_scores({}, pool_size), excluded, 0
     if total > 1 and not bool((matched[1:] > matched[:-1]).all()):
         matched = np.unique(matched)
         total = len(matched)
-    refuted, expired = hidden.classify(store, matched, store.now_text())
-    expired &= ~refuted
+    refuted, expired = hidden.classify(store, matched)
     out = refuted | expired
-    excluded["refuted"] = int(refuted.sum())
-    excluded["expired"] = int(expired.sum())
+    excluded["refuted"] = int(np.count_nonzero(refuted))
+    excluded["expired"] = int(np.count_nonzero(expired))
     if filters:
         live = ~out
         scope = _in_scope(store, filters, matched[live])
         excluded["out_of_scope"] = int((~scope).sum())
         out[np.flatnonzero(live)[~scope]] = True
     dropped = set(matched[out].tolist()) if out.any() else set()
-    lane_rows = _keyword_pool(store, match, filters, pool_size, total, dropped, first)
-    return _lane_from_ranked(lane_rows, pool_size), excluded, total
+    lane_rows = _keyword_pool(store, match, pool_size, total, dropped, first)
+    return _lane_from_scores(lane_rows, pool_size), excluded, total
+
+
+def _every_match_ranked(
+    store: MemoryStore, hidden: _Hidden, rows: list[tuple[Any, ...]], pool_size: int
+) -> tuple[_Lane, dict[str, int], int]:
+    """The keyword lane when the ranking holds every match (no filters): one statement."""
+    ranking = dict(rows)  # rowid -> raw score, best first
+    refuted, expired = hidden.hidden_among(store, ranking)
+    excluded = {"refuted": len(refuted), "expired": len(expired), "out_of_scope": 0}
+    for record_id in refuted | expired:
+        del ranking[record_id]
+    pool = dict(islice(ranking.items(), pool_size))
+    return _lane_from_scores(pool, pool_size), excluded, len(rows)
 
 
 _SIDE_POOL: ThreadPoolExecutor | None = None
 _PARALLEL_MIN_ROWS = 50_000  # below this, a second thread costs more than it saves
+_SLOW_RANKING = 0.0005  # seconds: a ranking still running then starts the listing beside it
 
 
 def _side_pool() -> ThreadPoolExecutor:
@@ -518,55 +596,69 @@ def _side_pool() -> ThreadPoolExecutor:
     return _SIDE_POOL
 
 
-def _ranked_matches(store: MemoryStore, match: str, fetch: int) -> list[tuple[Any, ...]]:
-    """The plain top-N query: ``(rowid, bm25())`` by ``bm25()``, ties by rowid."""
+class _EarlyListing:
+    """The list of every match, started on the side connection once the ranking runs long.
+
+    A thread hand-off costs about a tenth of a millisecond: more than a rare
+    query's whole ranking. So the listing waits for the ranking's progress
+    handler to say the ranking is slow, and a quick ranking never pays for it.
+    """
+
+    def __init__(self, store: MemoryStore, listing: str, match: str) -> None:
+        self.store, self.listing, self.match = store, listing, match
+        self.pending: Any = None
+
+    def start(self) -> None:
+        try:
+            self.pending = _side_pool().submit(self.store.side_query, self.listing, [self.match])
+        except RuntimeError:  # the pool is shutting down: the listing runs in line
+            self.pending = None
+
+    def result(self) -> str | None:
+        """The listing's text, or None when it never started (or had no second connection)."""
+        if self.pending is None:
+            return None
+        found = self.pending.result()
+        return found[0][0] if found is not None else None
+
+
+def _ranked_matches(
+    store: MemoryStore, match: str, fetch: int, when_slow: Any = None
+) -> list[tuple[Any, ...]]:
+    """The plain top-N query by ``bm25()``, ties by rowid: ``(rowid, raw score = -bm25())``."""
     return store.query_tuples(
-        f"SELECT rowid, bm25({FTS_TABLE}) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? "
-        f"ORDER BY bm25({FTS_TABLE}), rowid LIMIT ?",
+        f"SELECT rowid, -bm25({FTS_TABLE}) AS raw FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? "
+        "ORDER BY raw DESC, rowid LIMIT ?",
         [match, fetch],
+        when_slow=when_slow,
+        slow_after=_SLOW_RANKING,
     )
 
 
 def _keyword_pool(
     store: MemoryStore,
     match: str,
-    filters: Mapping[str, Any],
     pool_size: int,
     total: int,
     dropped: set[int],
     first: tuple[int, list[Any]] | None = None,
-) -> list[tuple[int, float, str | None, str | None]]:
-    """The best ``pool_size`` matches by ``(bm25(), rowid)`` outside ``dropped``, with dates.
+) -> dict[int, float]:
+    """The best ``pool_size`` matches by ``(bm25(), rowid)`` outside ``dropped``: raw scores.
 
     ``first`` is an already fetched ``(N, top-N rows)``. If it comes short
     once the excluded rows are dropped, the ranking is fetched again with
     N = pool + every excluded match, which cannot come short.
     """
+    wanted = min(pool_size, total - len(dropped))
+    if wanted <= 0:
+        return {}
     if first is not None:
         fetch, rows = first
-    else:
-        fetch = pool_size + len(dropped)  # cannot come short
-        rows = None
-    keep: list[tuple[Any, ...]] = []
-    dates: dict[int, tuple[str | None, str | None]] = {}
-    for _round in range(6):
-        wanted = min(pool_size, total - len(dropped))
-        if wanted <= 0:
-            return []
-        if rows is None:
-            fetch = min(fetch, total)
-            rows = _ranked_matches(store, match, fetch)
         keep = [r for r in rows if r[0] not in dropped][:wanted]
-        # Read in id order: far cheaper than in rank order on a big table.
-        dates = _dates(store, sorted(r[0] for r in keep), filters)
-        gone = {r[0] for r in keep if r[0] not in dates}  # changed since the count, or no record
-        if not gone and (len(keep) >= wanted or len(rows) < fetch or fetch >= total):
-            break
-        dropped = dropped | gone
-        sure = pool_size + len(dropped)
-        fetch = sure if fetch < sure else total
-        rows = None
-    return [(r[0], -float(r[1]), *dates[r[0]]) for r in keep if r[0] in dates]
+        if len(keep) >= wanted or len(rows) < fetch:
+            return dict(keep)
+    rows = _ranked_matches(store, match, min(total, pool_size + len(dropped)))
+    return dict([r for r in rows if r[0] not in dropped][:wanted])
 
 
 # ---------------------------------------------------------------- vector lane
@@ -598,12 +690,12 @@ def _vector_lane(
     filters = dict(filters or {})
     cached = vector_cache.load(store)
     if cached is None or len(cached) == 0 and not cached.bad:
-        return _lane_from_ranked([], pool_size)
+        return _lane_from_scores({}, pool_size)
     dim = len(query_vector)
     if cached.bad or cached.dim != dim:
         _check_dimensions(store, cached, dim, filters)
     if len(cached) == 0:
-        return _lane_from_ranked([], pool_size)
+        return _lane_from_scores({}, pool_size)
     ids, matrix = cached.ids, cached.matrix
     query64 = np.asarray(query_vector, dtype=np.float64)
     query32 = query64.astype(np.float32)
@@ -624,9 +716,8 @@ def _vector_lane(
     # |approx - cosine| <= bound: float32 rounding of the products, the sums
     # and the norms, doubled for safety.
     bound = 2.0 * (2 * dim + 16) * 2.0**-24
-    return _lane_from_ranked(
-        _best_rows(store, cached, approx, query64, bound, filters, pool_size), pool_size
-    )
+    best, dates = _best_rows(store, cached, approx, query64, bound, filters, pool_size)
+    return _lane_from_scores(dict(best), pool_size, dates)
 
 
 def _scope_ids(store: MemoryStore, filters: Mapping[str, Any]) -> Any:
@@ -643,7 +734,7 @@ def _best_rows(
     bound: float,
     filters: Mapping[str, Any],
     pool_size: int,
-) -> list[tuple[int, float, str | None, str | None]]:
+) -> tuple[list[tuple[int, float]], dict[int, tuple[str | None, str | None]]]:
     """Best-first over the approximate scores until no unseen row can reach the pool.
 
     Rows are taken in chunks by approximate score, scored exactly, and the
@@ -689,7 +780,7 @@ def _best_rows(
         if len(top) >= pool_size and rest + bound < -top[-1][0]:
             break  # no unseen row can reach (or tie) the pool's last score
         take = min(n, take * 4)
-    return [(record_id, -neg, *dates[record_id]) for neg, record_id in top]
+    return [(record_id, -neg) for neg, record_id in top], dates
 
 
 def _exact_cosines(matrix: Any, rows: Any, query64: Any, query_sq: float) -> Any:
@@ -894,9 +985,16 @@ def hybrid_search(
     used = dict(FALLBACK_WEIGHTS) if reason else requested
     trace["weights"] = used
 
+    # The vector lane read its pool's dates when it confirmed them live; the
+    # keyword lane's other candidates are read here, in one statement.
+    dates = dict(vector.dates)
+    unread = sorted(record_id for record_id in keyword.raw if record_id not in dates)
+    dates.update(_dates(store, unread, filters))
     candidates = []
     for record_id in set(keyword.raw) | set(vector.raw):
-        created, expires = keyword.dates.get(record_id) or vector.dates[record_id]
+        if record_id not in dates:
+            continue  # refuted, expired or gone since the lane ranked it; or no record at all
+        created, expires = dates[record_id]
         candidates.append(
             _result(
                 record_id,

@@ -265,6 +265,25 @@ def audit_hash(prev_hash: str, row: dict[str, Any]) -> str:
     return hashlib.sha256(_canonical(body).encode("utf-8")).hexdigest()
 
 
+_PROGRESS_STEPS = 1000  # virtual-machine steps between two looks at the clock
+
+
+class _OnceAfter:
+    """A progress handler that calls ``action`` once, on the first look past ``deadline``."""
+
+    __slots__ = ("action", "deadline")
+
+    def __init__(self, deadline: float, action: Callable[[], None] | None) -> None:
+        self.deadline = deadline
+        self.action = action
+
+    def __call__(self) -> int:
+        if self.action is not None and time.perf_counter() >= self.deadline:
+            action, self.action = self.action, None
+            action()
+        return 0  # never interrupts the statement
+
+
 def _system_clock() -> datetime:
     return datetime.now(UTC)
 
@@ -439,14 +458,32 @@ class MemoryStore:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
 
-    def query_tuples(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple]:
-        """``query`` with plain tuples for rows (cheaper than ``sqlite3.Row`` in hot paths)."""
+    def query_tuples(
+        self,
+        sql: str,
+        params: Sequence[Any] | dict[str, Any] = (),
+        *,
+        when_slow: Callable[[], None] | None = None,
+        slow_after: float = 0.0005,
+    ) -> list[tuple]:
+        """``query`` with plain tuples for rows (cheaper than ``sqlite3.Row`` in hot paths).
+
+        ``when_slow`` is called once, from SQLite's progress handler, if the
+        statement is still running ``slow_after`` seconds after it started: so
+        that a reader can start work that only a slow statement pays for.
+        """
         with self._lock:
             cursor = self._conn.cursor()
             cursor.row_factory = None
+            if when_slow is not None:
+                self._conn.set_progress_handler(
+                    _OnceAfter(time.perf_counter() + slow_after, when_slow), _PROGRESS_STEPS
+                )
             try:
                 return cursor.execute(sql, params).fetchall()
             finally:
+                if when_slow is not None:
+                    self._conn.set_progress_handler(None, 0)
                 cursor.close()
 
     def side_query(
