@@ -7,6 +7,7 @@ LangGraph fixture) are searched, filtered and explained the same way.
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ import pytest
 from fixtures.sources_support import LANGGRAPH, LANGGRAPH_VECTORS, copy_fixture
 from textual.widgets import Input, Select
 
+from memtui.core import search as search_module
 from memtui.core.search import hybrid_search, rerank
 from memtui.core.store import MemoryStore
 from memtui.sources import open_source
@@ -312,6 +314,83 @@ async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatc
         await settle(pilot)
         assert not results.loading
         assert "searching…" not in screen_text(app)
+
+
+def lane_that_waits_for_cancel(seen: list[str], release: threading.Event):
+    """A keyword lane as slow as a common word at a million rows: it runs until cancelled."""
+
+    def lane(store, match, filters, pool_size, cancelled=None):
+        seen.append(match)
+        deadline = time.monotonic() + 10
+        while not (cancelled and cancelled()) and not release.is_set():
+            assert time.monotonic() < deadline, "the search was never cancelled"
+            time.sleep(0.005)
+        seen.append("cancelled")
+        raise sqlite3.OperationalError("interrupted")
+
+    return lane
+
+
+async def test_escape_stops_a_running_search(store: MemoryStore, monkeypatch):
+    seen: list[str] = []
+    release = threading.Event()
+    real_lane = search_module._keyword_lane
+    monkeypatch.setattr(search_module, "_keyword_lane", lane_that_waits_for_cancel(seen, release))
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        app.query_one("#query", Input).value = QUERY
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(seen))
+        pane = app.query_one(SearchPane)
+        assert pane.searching and "(esc stops it)" in screen_text(app)
+        await pilot.press("escape")
+        await settle(pilot)  # the worker ends: the lane saw the cancel
+        assert seen[-1] == "cancelled" and not pane.searching and pane.stopped
+        text = screen_text(app)
+        assert "search stopped" in text and "Search stopped. Press enter" in text
+        assert not app.query_one(ResultList).loading and pane.base is None
+        # escape means nothing once nothing runs; enter runs the search again, whole
+        monkeypatch.setattr(search_module, "_keyword_lane", real_lane)
+        await pilot.press("escape")
+        app.query_one("#query", Input).focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert pane.base is not None and pane.response.results and not pane.stopped
+        assert "search stopped" not in screen_text(app)
+    release.set()
+
+
+async def test_a_new_search_cancels_the_one_still_running(store: MemoryStore, monkeypatch):
+    seen: list[str] = []
+    release = threading.Event()
+    real_lane = search_module._keyword_lane
+    slow = lane_that_waits_for_cancel(seen, release)
+
+    def first_slow(store, match, *args, **kwargs):
+        if not seen:
+            return slow(store, match, *args, **kwargs)
+        seen.append(match)
+        return real_lane(store, match, *args, **kwargs)
+
+    monkeypatch.setattr(search_module, "_keyword_lane", first_slow)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        app.query_one("#query", Input).value = "never finishes"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(seen))
+        app.query_one("#query", Input).value = QUERY
+        await pilot.press("enter")
+        await settle(pilot)
+        pane = app.query_one(SearchPane)
+        assert "cancelled" in seen and len(seen) == 3 and pane.query_text == QUERY
+        assert "search failed" not in screen_text(app)
+        assert pane.response is not None and pane.response.results
+        assert pane.response.trace["input"] == QUERY
+    release.set()
 
 
 async def test_search_errors_are_shown(store: MemoryStore, monkeypatch):

@@ -16,13 +16,14 @@ import re
 import secrets
 import sqlite3
 import weakref
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from itertools import islice, repeat
 from operator import itemgetter, sub, truediv
 from typing import Any
 
+from memtui.core.cancel import stop_if
 from memtui.core.embed import Embedder, EmbedderError, resolve_embedder
 from memtui.core.store import FTS_TABLE, MemoryStore, MemoryStoreError
 
@@ -515,6 +516,7 @@ def _keyword_lane(
     match: str,
     filters: Mapping[str, Any] | None,
     pool_size: int,
+    cancelled: Callable[[], bool] | None = None,
 ) -> tuple[_Lane, dict[str, int], int]:
     """Top ``pool_size`` live, in-scope matches by BM25, and counts of the excluded.
 
@@ -529,7 +531,8 @@ def _keyword_lane(
     fetched again with a sure N. The records' dates are read once per search,
     for both lanes' candidates together (``hybrid_search``).
 
-    Raises ``sqlite3.DatabaseError`` when FTS5 rejects the query or the index.
+    Raises ``sqlite3.DatabaseError`` when FTS5 rejects the query or the index,
+    and ``sqlite3.OperationalError`` when ``cancelled()`` stops a statement.
     """
     np = _np()
     filters = dict(filters or {})
@@ -537,18 +540,20 @@ def _keyword_lane(
     first: tuple[int, list[Any]] | None = None
     hidden = _hidden_rows(store)
     if filters:
-        matched = _parse_ids(store.query(listing, [match])[0][0])
+        matched = _parse_ids(store.query_tuples(listing, [match], cancelled=cancelled)[0][0])
     else:
         fetch = 2 * pool_size + int(2 * pool_size * hidden.share) + 16
         early = _EarlyListing(store, listing, match) if hidden.rows >= _PARALLEL_MIN_ROWS else None
-        rows = _ranked_matches(store, match, fetch, when_slow=early.start if early else None)
+        rows = _ranked_matches(
+            store, match, fetch, when_slow=early.start if early else None, cancelled=cancelled
+        )
         if len(rows) < fetch:
             # Fewer matches than asked for: the ranking holds every one of them.
             return _every_match_ranked(store, hidden, rows, pool_size)
         first = (fetch, rows)
         text = early.result() if early is not None else None
         if text is None:
-            text = store.query(listing, [match])[0][0]
+            text = store.query_tuples(listing, [match], cancelled=cancelled)[0][0]
         matched = _parse_ids(text)
     total = len(matched)
     excluded = {"refuted": 0, "expired": 0, "out_of_scope": 0}
@@ -567,7 +572,7 @@ def _keyword_lane(
         excluded["out_of_scope"] = int((~scope).sum())
         out[np.flatnonzero(live)[~scope]] = True
     dropped = set(matched[out].tolist()) if out.any() else set()
-    lane_rows = _keyword_pool(store, match, pool_size, total, dropped, first)
+    lane_rows = _keyword_pool(store, match, pool_size, total, dropped, first, cancelled)
     return _lane_from_scores(lane_rows, pool_size), excluded, total
 
 
@@ -623,7 +628,11 @@ class _EarlyListing:
 
 
 def _ranked_matches(
-    store: MemoryStore, match: str, fetch: int, when_slow: Any = None
+    store: MemoryStore,
+    match: str,
+    fetch: int,
+    when_slow: Callable[[], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> list[tuple[Any, ...]]:
     """The plain top-N query by ``bm25()``, ties by rowid: ``(rowid, raw score = -bm25())``."""
     return store.query_tuples(
@@ -632,6 +641,7 @@ def _ranked_matches(
         [match, fetch],
         when_slow=when_slow,
         slow_after=_SLOW_RANKING,
+        cancelled=cancelled,
     )
 
 
@@ -642,6 +652,7 @@ def _keyword_pool(
     total: int,
     dropped: set[int],
     first: tuple[int, list[Any]] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> dict[int, float]:
     """The best ``pool_size`` matches by ``(bm25(), rowid)`` outside ``dropped``: raw scores.
 
@@ -657,7 +668,7 @@ def _keyword_pool(
         keep = [r for r in rows if r[0] not in dropped][:wanted]
         if len(keep) >= wanted or len(rows) < fetch:
             return dict(keep)
-    rows = _ranked_matches(store, match, min(total, pool_size + len(dropped)))
+    rows = _ranked_matches(store, match, min(total, pool_size + len(dropped)), cancelled=cancelled)
     return dict([r for r in rows if r[0] not in dropped][:wanted])
 
 
@@ -669,6 +680,7 @@ def _vector_lane(
     query_vector: Sequence[float],
     filters: Mapping[str, Any] | None,
     pool_size: int,
+    cancelled: Callable[[], bool] | None = None,
 ) -> _Lane:
     """Top ``pool_size`` live, in-scope records by cosine to the query vector.
 
@@ -688,7 +700,7 @@ def _vector_lane(
 
     np = _np()
     filters = dict(filters or {})
-    cached = vector_cache.load(store)
+    cached = vector_cache.load(store, cancelled)
     if cached is None or len(cached) == 0 and not cached.bad:
         return _lane_from_scores({}, pool_size)
     dim = len(query_vector)
@@ -906,12 +918,15 @@ def hybrid_search(
     pool_size: int = DEFAULT_POOL_SIZE,
     any_terms: bool = False,
     keyword_only: bool = False,
+    cancelled: Callable[[], bool] | None = None,
 ) -> SearchResponse:
     """Search live, in-scope records by keyword (BM25) and vector (cosine), merged.
 
     ``embedder`` overrides the one recorded in the database; ``keyword_only``
     switches the vector lane off (a fallback with its reason in the trace).
-    Unknown filter keys raise ``MemoryStoreError`` before anything runs.
+    Unknown filter keys raise ``MemoryStoreError`` before anything runs. When
+    ``cancelled()`` turns true, the search stops at its next step (a running
+    full-text statement included) and raises ``Cancelled``.
     """
     if int(limit) < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
@@ -959,11 +974,13 @@ def hybrid_search(
         )
         return SearchResponse(results=[], trace=trace, candidates=[])
 
+    stop_if(cancelled)
     try:
-        keyword, excluded, matched = _keyword_lane(store, match, filters, pool_size)
+        keyword, excluded, matched = _keyword_lane(store, match, filters, pool_size, cancelled)
         trace["excluded"] = excluded
         trace["matched"] = matched
     except sqlite3.DatabaseError as exc:
+        stop_if(cancelled)  # the statement was interrupted because the search was cancelled
         trace["keyword_lane_error"] = True
         trace["keyword_lane_message"] = f"the full-text query failed: {exc}"
         keyword = _Lane(pool={"size": 0, "min": None, "max": None, "limit": pool_size})
@@ -976,8 +993,9 @@ def hybrid_search(
     else:
         query_vector, reason, trace["embedder"] = _query_vector(store, query, embedder)
         if query_vector is not None:
+            stop_if(cancelled)
             try:
-                vector = _vector_lane(store, query_vector, filters, pool_size)
+                vector = _vector_lane(store, query_vector, filters, pool_size, cancelled)
             except _VectorMismatch as exc:
                 reason = str(exc)
     trace["pools"]["vector"] = vector.pool
@@ -985,6 +1003,7 @@ def hybrid_search(
     used = dict(FALLBACK_WEIGHTS) if reason else requested
     trace["weights"] = used
 
+    stop_if(cancelled)
     # The vector lane read its pool's dates when it confirmed them live; the
     # keyword lane's other candidates are read here, in one statement.
     dates = dict(vector.dates)

@@ -265,23 +265,36 @@ def audit_hash(prev_hash: str, row: dict[str, Any]) -> str:
     return hashlib.sha256(_canonical(body).encode("utf-8")).hexdigest()
 
 
-_PROGRESS_STEPS = 1000  # virtual-machine steps between two looks at the clock
+_PROGRESS_STEPS = 1000  # virtual-machine steps between two looks at the watch
 
 
-class _OnceAfter:
-    """A progress handler that calls ``action`` once, on the first look past ``deadline``."""
+class _StatementWatch:
+    """SQLite's progress handler for one statement: stop it, or act once it runs long.
 
-    __slots__ = ("action", "deadline")
+    Returning non-zero makes SQLite abandon the statement ("interrupted"),
+    which ``sqlite3`` raises as ``OperationalError``; unlike
+    ``Connection.interrupt()``, only this statement stops.
+    """
 
-    def __init__(self, deadline: float, action: Callable[[], None] | None) -> None:
+    __slots__ = ("cancelled", "deadline", "when_slow")
+
+    def __init__(
+        self,
+        deadline: float,
+        when_slow: Callable[[], None] | None,
+        cancelled: Callable[[], bool] | None,
+    ) -> None:
         self.deadline = deadline
-        self.action = action
+        self.when_slow = when_slow
+        self.cancelled = cancelled
 
     def __call__(self) -> int:
-        if self.action is not None and time.perf_counter() >= self.deadline:
-            action, self.action = self.action, None
+        if self.cancelled is not None and self.cancelled():
+            return 1
+        if self.when_slow is not None and time.perf_counter() >= self.deadline:
+            action, self.when_slow = self.when_slow, None
             action()
-        return 0  # never interrupts the statement
+        return 0
 
 
 def _system_clock() -> datetime:
@@ -465,24 +478,29 @@ class MemoryStore:
         *,
         when_slow: Callable[[], None] | None = None,
         slow_after: float = 0.0005,
+        cancelled: Callable[[], bool] | None = None,
     ) -> list[tuple]:
         """``query`` with plain tuples for rows (cheaper than ``sqlite3.Row`` in hot paths).
 
         ``when_slow`` is called once, from SQLite's progress handler, if the
         statement is still running ``slow_after`` seconds after it started: so
-        that a reader can start work that only a slow statement pays for.
+        that a reader can start work that only a slow statement pays for. When
+        ``cancelled()`` turns true while the statement runs, SQLite stops it and
+        ``sqlite3.OperationalError`` ("interrupted") is raised.
         """
+        watched = when_slow is not None or cancelled is not None
         with self._lock:
             cursor = self._conn.cursor()
             cursor.row_factory = None
-            if when_slow is not None:
+            if watched:
                 self._conn.set_progress_handler(
-                    _OnceAfter(time.perf_counter() + slow_after, when_slow), _PROGRESS_STEPS
+                    _StatementWatch(time.perf_counter() + slow_after, when_slow, cancelled),
+                    _PROGRESS_STEPS,
                 )
             try:
                 return cursor.execute(sql, params).fetchall()
             finally:
-                if when_slow is not None:
+                if watched:
                     self._conn.set_progress_handler(None, 0)
                 cursor.close()
 

@@ -43,9 +43,12 @@ import secrets
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from memtui.core.cancel import stop_if
 
 if TYPE_CHECKING:
     from memtui.core.store import MemoryStore
@@ -146,11 +149,13 @@ def cache_files(store: MemoryStore) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.name.startswith(stem))
 
 
-def load(store: MemoryStore) -> VectorMatrix | None:
+def load(store: MemoryStore, cancelled: Callable[[], bool] | None = None) -> VectorMatrix | None:
     """The current matrix of ``store``'s vectors (None: no embedder recorded).
 
     In order: the in-memory copy, the on-disk copy, a fresh build from the
     database (into a cache file for a big store). A stale copy is discarded.
+    A build checks ``cancelled()`` between chunks and raises ``Cancelled``,
+    leaving no file behind.
     """
     recorded = store.recorded_embedder()
     if recorded is None:
@@ -167,7 +172,7 @@ def load(store: MemoryStore) -> VectorMatrix | None:
         _MEMORY.pop(store, None)
     loaded = _load_file(store, current) if current is not None else None
     if loaded is None:
-        loaded = _build(store, recorded["name"], recorded["dim"], current)
+        loaded = _build(store, recorded["name"], recorded["dim"], current, cancelled)
     if loaded.identity is not None:
         _MEMORY[store] = loaded
     return loaded
@@ -468,7 +473,11 @@ def _delete_later(paths: list[Path]) -> None:
 
 
 def _build(
-    store: MemoryStore, name: str, dim: int, current: tuple[Any, ...] | None
+    store: MemoryStore,
+    name: str,
+    dim: int,
+    current: tuple[Any, ...] | None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> VectorMatrix:
     """Decode the vectors table into a matrix; for a big file store, into the cache file.
 
@@ -491,7 +500,7 @@ def _build(
             except OSError:
                 writer = None  # no writable cache folder: keep the matrix in memory
         try:
-            ids, norms, rows, bad = _read_vectors(store, dim, writer)
+            ids, norms, rows, bad = _read_vectors(store, dim, writer, cancelled)
             after = identity(store)
             if after == current:
                 if writer is None:
@@ -508,12 +517,15 @@ def _build(
         if writer is not None:
             writer.abandon()
         current = after
-    ids, norms, rows, bad = _read_vectors(store, dim, None)
+    ids, norms, rows, bad = _read_vectors(store, dim, None, cancelled)
     return VectorMatrix(ids, rows, norms, dim, name, None, "memory", bad)
 
 
 def _read_vectors(
-    store: MemoryStore, dim: int, writer: _MatrixWriter | None
+    store: MemoryStore,
+    dim: int,
+    writer: _MatrixWriter | None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> tuple[Any, Any, Any, dict[int, int]]:
     """``(ids, norms, rows, bad)`` from the vectors table, rows in record id order.
 
@@ -533,6 +545,7 @@ def _read_vectors(
     last = 0
     first = True
     while True:
+        stop_if(cancelled)
         if first:
             rows = store.query_tuples(
                 "SELECT record_id, vector FROM vectors ORDER BY record_id LIMIT ?", (BUILD_CHUNK,)

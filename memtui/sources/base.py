@@ -412,8 +412,13 @@ class MemorySource(ABC):
         any_terms: bool = False,
         keyword_only: bool = False,
         progress: Progress | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> SearchResponse:
-        """Hybrid search with the native breakdown; results are ``SourceSearchResult``."""
+        """Hybrid search with the native breakdown; results are ``SourceSearchResult``.
+
+        ``cancelled`` is polled while the search runs; once it returns true the
+        search stops and raises ``memtui.core.cancel.Cancelled``.
+        """
 
     def rerank(
         self, response: SearchResponse, weights: Mapping[str, float] | Sequence[float] | None

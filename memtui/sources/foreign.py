@@ -318,6 +318,7 @@ class ForeignSqliteSource(MemorySource):
         any_terms: bool = False,
         keyword_only: bool = False,
         progress: Progress | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> SearchResponse:
         filters = self.check_filters(filters)
         with self._index_lock:
@@ -353,6 +354,7 @@ class ForeignSqliteSource(MemorySource):
             pool_size=pool_size,
             any_terms=any_terms,
             keyword_only=use is None,
+            cancelled=cancelled,
         )
         trace = response.trace
         if use is None:

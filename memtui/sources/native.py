@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -294,6 +294,7 @@ class NativeSource(MemorySource):
         any_terms: bool = False,
         keyword_only: bool = False,
         progress: Progress | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> SearchResponse:
         filters = self.check_filters(filters)
         with _as_source_errors():
@@ -307,6 +308,7 @@ class NativeSource(MemorySource):
                 pool_size=pool_size,
                 any_terms=any_terms,
                 keyword_only=keyword_only,
+                cancelled=cancelled,
             )
         response.trace["source"] = {"kind": self.kind, "expiry_rule": self.expiry_rule}
         return wrap_results(response, str)

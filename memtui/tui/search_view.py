@@ -25,6 +25,7 @@ from textual.widgets import Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
+from memtui.core.cancel import Cancelled
 from memtui.core.search import DEFAULT_WEIGHTS, SearchResponse
 from memtui.render import escape_controls, one_line, safe_text
 from memtui.sources.base import MemorySource, SourceRecord
@@ -174,6 +175,12 @@ class SearchPane(Pane):
             key_display="=",
             tooltip="Restore the default weights",
         ),
+        Binding(
+            "escape",
+            "stop_search",
+            "Stop search",
+            tooltip="Stop the search that is running (a big store's common words take a while)",
+        ),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -197,6 +204,8 @@ class SearchPane(Pane):
         self.id_width = ID_WIDTH
         self.results_stale = False
         """The database changed since these results were computed (F5 / ctrl+r re-runs)."""
+        self.stopped = False
+        """The last search was stopped with escape before it finished."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="search-bar"):
@@ -383,8 +392,10 @@ class SearchPane(Pane):
         self.filters = self.current_filters()
         self._generation += 1
         self.searching = True
+        self.stopped = False
         self.index_progress = None
         self.results.loading = True
+        self.refresh_bindings()
         self._show_status()
         self._search(self._generation, text, dict(self.filters), keep_place)
 
@@ -409,13 +420,17 @@ class SearchPane(Pane):
             progress(0, 0)
             source.build_index(progress)
             self.app.call_from_thread(self._show_index_progress, generation, None)
-        response = source.search(
-            text,
-            embedder=self.memtui.embedder,
-            limit=RESULT_LIMIT,
-            filters=filters,
-            progress=progress,
-        )
+        try:
+            response = source.search(
+                text,
+                embedder=self.memtui.embedder,
+                limit=RESULT_LIMIT,
+                filters=filters,
+                progress=progress,
+                cancelled=lambda: worker.is_cancelled,
+            )
+        except Cancelled:
+            return  # a newer search, or escape: nothing of this one is shown
         records = source.get_many([c.id for c in response.candidates])  # type: ignore[attr-defined]
         if worker.is_cancelled:
             return
@@ -428,11 +443,35 @@ class SearchPane(Pane):
         self.index_progress = progress
         self._show_status()
 
+    def action_stop_search(self) -> None:
+        """Stop the running search: its statement is interrupted, nothing of it is shown."""
+        if not self.searching:
+            return
+        self.workers.cancel_group(self, "search")
+        self._generation += 1  # whatever the stopped worker still sends is dropped
+        self.searching = False
+        self.stopped = True
+        self.index_progress = None
+        self.results.loading = False
+        self.base = self.response = None
+        self.records = {}
+        self.expanded.clear()
+        self.results.clear_options()
+        self.results.add_option(
+            Option(
+                Text("Search stopped. Press enter in the query box to run it again.", style="dim"),
+                disabled=True,
+            )
+        )
+        self.refresh_bindings()
+        self._show_status()
+
     def worker_failed(self, worker: Worker) -> None:
         if worker.group == "search":
             self.searching = False
             self.index_progress = None
             self.results.loading = False
+            self.refresh_bindings()
             self._show_status(error=str(worker.error))
 
     def _apply_search(
@@ -447,6 +486,7 @@ class SearchPane(Pane):
         self.searching = False
         self.index_progress = None
         self.results.loading = False
+        self.refresh_bindings()
         self.base = response
         self.records = records
         self.explanations.clear()
@@ -479,6 +519,8 @@ class SearchPane(Pane):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("shift_weight", "reset_weights"):
             return True if self.base is not None else None
+        if action == "stop_search":
+            return self.searching  # escape means nothing here otherwise
         return True
 
     def action_shift_weight(self, tenths: int) -> None:
@@ -656,6 +698,9 @@ class SearchPane(Pane):
             out.append(f": {done}/{total} " if total else "… ", style="bold yellow")
         elif self.searching:
             out.append("searching… ", style="bold yellow")
+            out.append("(esc stops it)", style="dim")
+        elif self.stopped:
+            out.append("search stopped", style="bold yellow")
         elif self.base is not None:
             trace = self.base.trace
             shown = len(self.response.results) if self.response else 0
