@@ -117,7 +117,7 @@ def test_keyword_lane_equals_the_join_it_replaced(populated, monkeypatch, parall
     side_calls = []
     if parallel:  # the two-connection path that a big store takes, started at the first step
         monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
-        monkeypatch.setattr(search_module, "_SLOW_RANKING", 0.0)
+        monkeypatch.setattr(search_module, "_STEPS_PER_MATCH", 0)
         monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)
         side_query = MemoryStore.side_query
 
@@ -394,18 +394,20 @@ def test_the_expiry_cut_is_kept_only_for_its_span(tmp_path):
             assert hidden.expired_before(now) == passed, now
 
 
-def test_a_quick_ranking_never_starts_the_side_listing(populated, monkeypatch):
-    """The listing beside the ranking starts only once the ranking has run long."""
+def test_the_side_listing_starts_only_for_a_ranking_with_more_matches_than_it_keeps(
+    populated, monkeypatch
+):
+    """The listing beside the ranking starts once the ranking has stepped past N matches."""
     calls = []
     monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
-    monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)
+    monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)  # count every step
     monkeypatch.setattr(MemoryStore, "side_query", lambda self, *args: calls.append(args))
     with MemoryStore(populated, clock=fixed_clock, read_only=True) as store:
         match = match_expression(["osprey"])
-        monkeypatch.setattr(search_module, "_SLOW_RANKING", 60.0)
-        lane, _excluded, matched = _keyword_lane(store, match, None, 1)
-        assert matched > 20 and len(lane.raw) == 1 and calls == []  # listed in line
-        monkeypatch.setattr(search_module, "_SLOW_RANKING", 0.0)
-        again, _excluded, matched_again = _keyword_lane(store, match, None, 1)
+        whole, excluded, matched = _keyword_lane(store, match, None, 100)
+        assert 50 < matched < 200  # N >= 216: the ranking holds every match
+        assert len(whole.raw) == matched - sum(excluded.values())
+        assert calls == []
+        lane, _excluded, matched_again = _keyword_lane(store, match, None, 1)  # N is about 18
         assert len(calls) == 1  # started beside the ranking; no second connection: in line
-        assert (again.raw, matched_again) == (lane.raw, matched)
+        assert matched_again == matched and list(lane.raw) == list(whole.raw)[:1]

@@ -525,7 +525,7 @@ def _keyword_lane(
     When fewer than N match, that ranking holds every match and is the only
     statement. Otherwise a cheap pass lists every match's rowid (no BM25); on
     a big store it starts on the store's second connection as soon as the
-    ranking proves slow, so the two run side by side. Refuted, expired and
+    ranking has stepped over more than N matches, so the two run side by side. Refuted, expired and
     out-of-scope matches are counted against the cached hidden rows, never by
     reading the records table; if they crowd the top of the ranking, it is
     fetched again with a sure N. The records' dates are read once per search,
@@ -545,7 +545,7 @@ def _keyword_lane(
         fetch = 2 * pool_size + int(2 * pool_size * hidden.share) + 16
         early = _EarlyListing(store, listing, match) if hidden.rows >= _PARALLEL_MIN_ROWS else None
         rows = _ranked_matches(
-            store, match, fetch, when_slow=early.start if early else None, cancelled=cancelled
+            store, match, fetch, when_busy=early.start if early else None, cancelled=cancelled
         )
         if len(rows) < fetch:
             # Fewer matches than asked for: the ranking holds every one of them.
@@ -591,7 +591,10 @@ def _every_match_ranked(
 
 _SIDE_POOL: ThreadPoolExecutor | None = None
 _PARALLEL_MIN_ROWS = 50_000  # below this, a second thread costs more than it saves
-_SLOW_RANKING = 0.0005  # seconds: a ranking still running then starts the listing beside it
+_STEPS_PER_MATCH = 22
+"""SQLite runs up to about this many virtual-machine steps per match of the ranking (16 to 22
+with 3.40): a ranking past N times as many steps has more than N matches, so the listing of
+every match will be needed. Only when to start it depends on this, never an answer."""
 
 
 def _side_pool() -> ThreadPoolExecutor:
@@ -602,11 +605,12 @@ def _side_pool() -> ThreadPoolExecutor:
 
 
 class _EarlyListing:
-    """The list of every match, started on the side connection once the ranking runs long.
+    """The list of every match, started on the side connection once the ranking needs it.
 
     A thread hand-off costs about a tenth of a millisecond: more than a rare
     query's whole ranking. So the listing waits for the ranking's progress
-    handler to say the ranking is slow, and a quick ranking never pays for it.
+    handler to count more steps than the kept rows can take, and a ranking
+    that holds every match never pays for it.
     """
 
     def __init__(self, store: MemoryStore, listing: str, match: str) -> None:
@@ -631,7 +635,7 @@ def _ranked_matches(
     store: MemoryStore,
     match: str,
     fetch: int,
-    when_slow: Callable[[], None] | None = None,
+    when_busy: Callable[[], None] | None = None,
     cancelled: Callable[[], bool] | None = None,
 ) -> list[tuple[Any, ...]]:
     """The plain top-N query by ``bm25()``, ties by rowid: ``(rowid, raw score = -bm25())``."""
@@ -639,8 +643,8 @@ def _ranked_matches(
         f"SELECT rowid, -bm25({FTS_TABLE}) AS raw FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? "
         "ORDER BY raw DESC, rowid LIMIT ?",
         [match, fetch],
-        when_slow=when_slow,
-        slow_after=_SLOW_RANKING,
+        when_busy=when_busy,
+        busy_steps=_STEPS_PER_MATCH * fetch,
         cancelled=cancelled,
     )
 

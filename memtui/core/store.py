@@ -265,35 +265,38 @@ def audit_hash(prev_hash: str, row: dict[str, Any]) -> str:
     return hashlib.sha256(_canonical(body).encode("utf-8")).hexdigest()
 
 
-_PROGRESS_STEPS = 1000  # virtual-machine steps between two looks at the watch
+_PROGRESS_STEPS = 1000  # virtual-machine steps between two calls of a progress handler
 
 
 class _StatementWatch:
-    """SQLite's progress handler for one statement: stop it, or act once it runs long.
+    """SQLite's progress handler for one statement: stop it, or act once it has run long.
 
     Returning non-zero makes SQLite abandon the statement ("interrupted"),
     which ``sqlite3`` raises as ``OperationalError``; unlike
     ``Connection.interrupt()``, only this statement stops.
     """
 
-    __slots__ = ("cancelled", "deadline", "when_slow")
+    __slots__ = ("busy_steps", "cancelled", "steps", "when_busy")
 
     def __init__(
         self,
-        deadline: float,
-        when_slow: Callable[[], None] | None,
+        busy_steps: int,
+        when_busy: Callable[[], None] | None,
         cancelled: Callable[[], bool] | None,
     ) -> None:
-        self.deadline = deadline
-        self.when_slow = when_slow
+        self.steps = 0
+        self.busy_steps = busy_steps
+        self.when_busy = when_busy
         self.cancelled = cancelled
 
     def __call__(self) -> int:
         if self.cancelled is not None and self.cancelled():
             return 1
-        if self.when_slow is not None and time.perf_counter() >= self.deadline:
-            action, self.when_slow = self.when_slow, None
-            action()
+        if self.when_busy is not None:
+            self.steps += _PROGRESS_STEPS
+            if self.steps >= self.busy_steps:
+                action, self.when_busy = self.when_busy, None
+                action()
         return 0
 
 
@@ -476,25 +479,25 @@ class MemoryStore:
         sql: str,
         params: Sequence[Any] | dict[str, Any] = (),
         *,
-        when_slow: Callable[[], None] | None = None,
-        slow_after: float = 0.0005,
+        when_busy: Callable[[], None] | None = None,
+        busy_steps: int = 0,
         cancelled: Callable[[], bool] | None = None,
     ) -> list[tuple]:
         """``query`` with plain tuples for rows (cheaper than ``sqlite3.Row`` in hot paths).
 
-        ``when_slow`` is called once, from SQLite's progress handler, if the
-        statement is still running ``slow_after`` seconds after it started: so
-        that a reader can start work that only a slow statement pays for. When
-        ``cancelled()`` turns true while the statement runs, SQLite stops it and
-        ``sqlite3.OperationalError`` ("interrupted") is raised.
+        ``when_busy`` is called once, from SQLite's progress handler, when the
+        statement has run ``busy_steps`` virtual-machine steps (counted in
+        thousands): so that a reader can start work that only a long statement
+        needs. When ``cancelled()`` turns true while the statement runs, SQLite
+        stops it and ``sqlite3.OperationalError`` ("interrupted") is raised.
         """
-        watched = when_slow is not None or cancelled is not None
+        watched = when_busy is not None or cancelled is not None
         with self._lock:
             cursor = self._conn.cursor()
             cursor.row_factory = None
             if watched:
                 self._conn.set_progress_handler(
-                    _StatementWatch(time.perf_counter() + slow_after, when_slow, cancelled),
+                    _StatementWatch(busy_steps, when_busy, cancelled),
                     _PROGRESS_STEPS,
                 )
             try:
