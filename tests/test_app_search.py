@@ -20,10 +20,12 @@ from fixtures.sources_support import LANGGRAPH, LANGGRAPH_VECTORS, copy_fixture
 from textual.widgets import Input, Select
 
 from memtui.core import search as search_module
+from memtui.core import vector_cache
 from memtui.core.search import hybrid_search, rerank
 from memtui.core.store import MemoryStore
 from memtui.sources import open_source
 from memtui.sources.native import NativeSource
+from memtui.tui import search_view
 from memtui.tui.app import make_app
 from memtui.tui.breakdown import arithmetic, num, score_text
 from memtui.tui.format import fit
@@ -391,6 +393,47 @@ async def test_a_new_search_cancels_the_one_still_running(store: MemoryStore, mo
         assert pane.response is not None and pane.response.results
         assert pane.response.trace["input"] == QUERY
     release.set()
+
+
+async def test_the_first_vector_search_shows_the_vector_cache_build(store, monkeypatch):
+    """The matrix build a first vector search waits for is on the status line, stoppable."""
+    monkeypatch.setattr(vector_cache, "BUILD_CHUNK", 16)
+    monkeypatch.setattr(search_view, "QUIET_BUILD_SECONDS", 0.0)  # as if it took long
+    paused, release = threading.Event(), threading.Event()
+    seen: list[tuple[int, int]] = []
+    app = make_app(store)
+    real = app.source.search
+
+    def search(*args, vector_progress=None, **kwargs):
+        def step(done: int, total: int) -> None:
+            vector_progress(done, total)  # the app's callback: the status line follows
+            seen.append((done, total))
+            if not paused.is_set():
+                paused.set()
+                release.wait(10)  # hold the build so the screen can be read mid-way
+
+        return real(*args, vector_progress=step, **kwargs)
+
+    monkeypatch.setattr(app.source, "search", search)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        app.query_one("#query", Input).value = QUERY
+        await pilot.press("enter")
+        try:
+            await wait_for(pilot, paused.is_set)
+            await pilot.pause()
+            done, total = seen[0]
+            assert 0 < done < total
+            text = screen_text(app)
+            assert f"building the vector cache: {done:,}/{total:,} (esc stops it)" in text
+        finally:
+            release.set()
+        await settle(pilot)
+        assert seen[-1][0] == seen[-1][1]
+        pane = app.query_one(SearchPane)
+        assert pane.response.results and pane.build_progress is None
+        assert "building the vector cache" not in screen_text(app)
 
 
 async def test_search_errors_are_shown(store: MemoryStore, monkeypatch):

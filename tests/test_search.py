@@ -9,6 +9,7 @@ import pytest
 from conftest import one_error_line
 
 from memtui.cli import main
+from memtui.commands import search as search_command
 from memtui.core.corpus import prepare_corpus
 from memtui.core.embed import HashEmbedder
 from memtui.core.records import format_timestamp
@@ -722,6 +723,18 @@ def test_cli_search_explain_shows_the_arithmetic(runner, cli_db):
     assert "keyword pool: 8 candidates (max 100), -bm25 min 4.1286, max 5.0891" in out
     assert "not in the keyword pool: scores 0 there" in out
     assert "sum 5.089109 = -bm25() 5.089109" in out
+
+
+def test_cli_search_says_on_stderr_when_it_builds_the_vector_cache(runner, cli_db, monkeypatch):
+    quick = runner.invoke(main, ["search", str(cli_db), "sql injection"])
+    assert quick.exit_code == 0 and quick.stderr == ""  # a build of milliseconds says nothing
+    monkeypatch.setattr(search_command, "QUIET_BUILD_SECONDS", 0.0)  # as if it took long
+    slow = runner.invoke(main, ["search", str(cli_db), "sql injection"])
+    assert slow.exit_code == 0, slow.output
+    assert slow.stderr == "building the vector cache (once after vectors change)...\n"
+    assert slow.stdout == quick.stdout  # the results themselves go to stdout, the same
+    keyword = runner.invoke(main, ["search", str(cli_db), "sql injection", "--keyword-only"])
+    assert keyword.exit_code == 0 and keyword.stderr == ""  # no vector lane: nothing built
 
 
 def test_cli_search_json_parses_and_recomputes(runner, cli_db):

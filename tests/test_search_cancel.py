@@ -1,4 +1,4 @@
-"""Stopping a search part-way: the running statement stops, nothing half-done is returned.
+"""Stopping a search part-way, and following the build a first vector search waits for.
 
 A real store, a real FTS5 statement: SQLite's progress handler polls the
 ``cancelled`` callable while the ranking runs, and the vector matrix build
@@ -83,3 +83,15 @@ def test_a_cancelled_matrix_build_leaves_nothing_behind(store, tmp_path, monkeyp
     assert not folder.exists() or not any(folder.rglob("*.npy*"))
     built = vector_cache.load(store)  # the next search builds it whole
     assert len(built) == 300
+
+
+def test_the_matrix_build_reports_its_progress_once(store, monkeypatch):
+    monkeypatch.setattr(vector_cache, "BUILD_CHUNK", 64)
+    steps: list[tuple[int, int]] = []
+    first = hybrid_search(store, "gannet", vector_progress=lambda d, t: steps.append((d, t)))
+    assert first.trace["pools"]["vector"]["size"] == 100
+    assert len(steps) == 5  # 300 vectors in chunks of 64
+    assert [d for d, _t in steps] == sorted(d for d, _t in steps)
+    assert steps[-1] == (300, 300) and {t for _d, t in steps} == {300}
+    hybrid_search(store, "gannet", vector_progress=lambda d, t: steps.append((d, t)))
+    assert len(steps) == 5  # the matrix is held: nothing is built again

@@ -115,9 +115,9 @@ def builds(monkeypatch):
     calls = []
     real = vector_cache._read_vectors
 
-    def counting(store, dim, writer, cancelled=None):
+    def counting(store, *args):
         calls.append(store)
-        return real(store, dim, writer, cancelled)
+        return real(store, *args)
 
     monkeypatch.setattr(vector_cache, "_read_vectors", counting)
     return calls

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +129,10 @@ def search(
         source.check_filters(filters)
         progress = None
         if source.kind != "memtui" and not source.index_status()["ready"]:
-            progress = _index_progress(source.label)
+            progress = _StderrProgress(f"indexing {source.label} for search")
+        vector_progress = _StderrProgress(
+            "building the vector cache (once after vectors change)", after=QUIET_BUILD_SECONDS
+        )
         response = source.search(
             query,
             embedder=embedder,
@@ -139,9 +143,11 @@ def search(
             any_terms=any_terms,
             keyword_only=keyword_only,
             progress=progress,
+            vector_progress=vector_progress,
         )
-        if progress is not None:
-            click.echo("", err=True)
+        for shown in (progress, vector_progress):
+            if shown is not None:
+                shown.finish()
         records = source.get_many(r.id for r in response.results)
         explanations = {}
         if explain:
@@ -163,20 +169,42 @@ def search(
                 _print_explanation(out, result, records.get(result.id), explanations)
 
 
-def _index_progress(label: str) -> Any:
-    """Progress on stderr while a foreign store's keyword index is built (once per change)."""
-    live = sys.stderr.isatty()
-    state = {"shown": -1}
+QUIET_BUILD_SECONDS = 0.5
+"""A vector cache build shorter than this says nothing (a small store's takes milliseconds,
+and each command line process builds it again)."""
 
-    def progress(done: int, total: int) -> None:
+
+class _StderrProgress:
+    """Progress on stderr while a search waits for a build (a keyword index, the vector cache).
+
+    A terminal sees the percentage move; a pipe gets one line, so logs stay short.
+    Nothing is said before ``after`` seconds into the build.
+    """
+
+    def __init__(self, what: str, after: float = 0.0) -> None:
+        self.what = what
+        self.live = sys.stderr.isatty()
+        self.shown = -1
+        self.after = after
+        self.started: float | None = None
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if self.started is None:
+            self.started = now
+        if now - self.started < self.after:
+            return
         percent = 100 * done // max(total, 1)
-        if live:
-            click.echo(f"\rindexing {label} for search: {percent}%", nl=False, err=True)
-        elif state["shown"] < 0:
-            click.echo(f"indexing {label} for search...", nl=False, err=True)
-        state["shown"] = percent
+        if self.live:
+            click.echo(f"\r{self.what}: {percent}%", nl=False, err=True)
+        elif self.shown < 0:
+            click.echo(f"{self.what}...", nl=False, err=True)
+        self.shown = percent
 
-    return progress
+    def finish(self) -> None:
+        """End the progress line, if one was started."""
+        if self.shown >= 0:
+            click.echo("", err=True)
 
 
 def _json(

@@ -685,6 +685,7 @@ def _vector_lane(
     filters: Mapping[str, Any] | None,
     pool_size: int,
     cancelled: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> _Lane:
     """Top ``pool_size`` live, in-scope records by cosine to the query vector.
 
@@ -704,7 +705,7 @@ def _vector_lane(
 
     np = _np()
     filters = dict(filters or {})
-    cached = vector_cache.load(store, cancelled)
+    cached = vector_cache.load(store, cancelled, progress)
     if cached is None or len(cached) == 0 and not cached.bad:
         return _lane_from_scores({}, pool_size)
     dim = len(query_vector)
@@ -923,6 +924,7 @@ def hybrid_search(
     any_terms: bool = False,
     keyword_only: bool = False,
     cancelled: Callable[[], bool] | None = None,
+    vector_progress: Callable[[int, int], None] | None = None,
 ) -> SearchResponse:
     """Search live, in-scope records by keyword (BM25) and vector (cosine), merged.
 
@@ -930,7 +932,9 @@ def hybrid_search(
     switches the vector lane off (a fallback with its reason in the trace).
     Unknown filter keys raise ``MemoryStoreError`` before anything runs. When
     ``cancelled()`` turns true, the search stops at its next step (a running
-    full-text statement included) and raises ``Cancelled``.
+    full-text statement included) and raises ``Cancelled``. The first vector
+    search after a vector write builds the vector matrix (seconds at a
+    million); ``vector_progress(done, total)`` follows that build.
     """
     if int(limit) < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
@@ -999,7 +1003,9 @@ def hybrid_search(
         if query_vector is not None:
             stop_if(cancelled)
             try:
-                vector = _vector_lane(store, query_vector, filters, pool_size, cancelled)
+                vector = _vector_lane(
+                    store, query_vector, filters, pool_size, cancelled, vector_progress
+                )
             except _VectorMismatch as exc:
                 reason = str(exc)
     trace["pools"]["vector"] = vector.pool

@@ -149,13 +149,18 @@ def cache_files(store: MemoryStore) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.name.startswith(stem))
 
 
-def load(store: MemoryStore, cancelled: Callable[[], bool] | None = None) -> VectorMatrix | None:
+def load(
+    store: MemoryStore,
+    cancelled: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> VectorMatrix | None:
     """The current matrix of ``store``'s vectors (None: no embedder recorded).
 
     In order: the in-memory copy, the on-disk copy, a fresh build from the
     database (into a cache file for a big store). A stale copy is discarded.
-    A build checks ``cancelled()`` between chunks and raises ``Cancelled``,
-    leaving no file behind.
+    A build reports ``progress(read up to record id, highest record id)``
+    after each chunk, checks ``cancelled()`` between chunks and raises
+    ``Cancelled``, leaving no file behind.
     """
     recorded = store.recorded_embedder()
     if recorded is None:
@@ -172,7 +177,7 @@ def load(store: MemoryStore, cancelled: Callable[[], bool] | None = None) -> Vec
         _MEMORY.pop(store, None)
     loaded = _load_file(store, current) if current is not None else None
     if loaded is None:
-        loaded = _build(store, recorded["name"], recorded["dim"], current, cancelled)
+        loaded = _build(store, recorded["name"], recorded["dim"], current, cancelled, progress)
     if loaded.identity is not None:
         _MEMORY[store] = loaded
     return loaded
@@ -478,6 +483,7 @@ def _build(
     dim: int,
     current: tuple[Any, ...] | None,
     cancelled: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> VectorMatrix:
     """Decode the vectors table into a matrix; for a big file store, into the cache file.
 
@@ -500,7 +506,7 @@ def _build(
             except OSError:
                 writer = None  # no writable cache folder: keep the matrix in memory
         try:
-            ids, norms, rows, bad = _read_vectors(store, dim, writer, cancelled)
+            ids, norms, rows, bad = _read_vectors(store, dim, writer, cancelled, progress)
             after = identity(store)
             if after == current:
                 if writer is None:
@@ -517,7 +523,7 @@ def _build(
         if writer is not None:
             writer.abandon()
         current = after
-    ids, norms, rows, bad = _read_vectors(store, dim, None, cancelled)
+    ids, norms, rows, bad = _read_vectors(store, dim, None, cancelled, progress)
     return VectorMatrix(ids, rows, norms, dim, name, None, "memory", bad)
 
 
@@ -526,6 +532,7 @@ def _read_vectors(
     dim: int,
     writer: _MatrixWriter | None,
     cancelled: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Any, Any, Any, dict[int, int]]:
     """``(ids, norms, rows, bad)`` from the vectors table, rows in record id order.
 
@@ -560,6 +567,8 @@ def _read_vectors(
         if not rows:
             break
         last = rows[-1][0]
+        if progress is not None:
+            progress(min(int(last), top), top)
         chunk_ids = [r[0] for r in rows]
         blobs = [r[1] for r in rows]
         if any(len(b) != width for b in blobs):

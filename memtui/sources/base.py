@@ -413,11 +413,15 @@ class MemorySource(ABC):
         keyword_only: bool = False,
         progress: Progress | None = None,
         cancelled: Callable[[], bool] | None = None,
+        vector_progress: Progress | None = None,
     ) -> SearchResponse:
         """Hybrid search with the native breakdown; results are ``SourceSearchResult``.
 
-        ``cancelled`` is polled while the search runs; once it returns true the
-        search stops and raises ``memtui.core.cancel.Cancelled``.
+        ``progress`` follows a build of the keyword index (a foreign store's),
+        ``vector_progress`` a build of the vector matrix (the first vector
+        search after vectors changed). ``cancelled`` is polled while the search
+        runs; once it returns true the search stops and raises
+        ``memtui.core.cancel.Cancelled``.
         """
 
     def rerank(

@@ -319,6 +319,7 @@ class ForeignSqliteSource(MemorySource):
         keyword_only: bool = False,
         progress: Progress | None = None,
         cancelled: Callable[[], bool] | None = None,
+        vector_progress: Progress | None = None,
     ) -> SearchResponse:
         filters = self.check_filters(filters)
         with self._index_lock:
@@ -355,6 +356,7 @@ class ForeignSqliteSource(MemorySource):
             any_terms=any_terms,
             keyword_only=use is None,
             cancelled=cancelled,
+            vector_progress=vector_progress,
         )
         trace = response.trace
         if use is None:

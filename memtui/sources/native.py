@@ -295,6 +295,7 @@ class NativeSource(MemorySource):
         keyword_only: bool = False,
         progress: Progress | None = None,
         cancelled: Callable[[], bool] | None = None,
+        vector_progress: Progress | None = None,
     ) -> SearchResponse:
         filters = self.check_filters(filters)
         with _as_source_errors():
@@ -309,6 +310,7 @@ class NativeSource(MemorySource):
                 any_terms=any_terms,
                 keyword_only=keyword_only,
                 cancelled=cancelled,
+                vector_progress=vector_progress,
             )
         response.trace["source"] = {"kind": self.kind, "expiry_rule": self.expiry_rule}
         return wrap_results(response, str)

@@ -12,6 +12,8 @@ weight between the lanes re-ranks at once, without querying again.
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Group
@@ -34,6 +36,9 @@ from memtui.tui.breakdown import KEYWORD_STYLE, VECTOR_STYLE, render_breakdown, 
 from memtui.tui.format import fit, plural
 
 RESULT_LIMIT = 20
+QUIET_BUILD_SECONDS = 0.3
+"""A vector cache build shorter than this is not on the status line (a small store's
+takes milliseconds; a million vectors take seconds)."""
 COMPACT_BELOW_HEIGHT = 32
 """On shorter terminals the query box and filters lose their borders (one line, not three)."""
 STEP = 1  # tenths of weight moved by [ and ]
@@ -194,8 +199,9 @@ class SearchPane(Pane):
         self.expanded: set[str] = set()
         self.explanations: dict[str, dict[str, Any]] = {}
         self.searching = False
-        self.index_progress: tuple[int, int] | None = None
-        """While the search worker builds the keyword index: (done, total); else None."""
+        self.build_progress: tuple[str, int, int] | None = None
+        """While the search worker builds something first: (what, done, total); else None.
+        What: "the keyword index" (a foreign store's) or "the vector cache"."""
         self._generation = 0
         self._focus_results_on_arrival = False
         self.choices: dict[str, list[str]] = {}
@@ -393,7 +399,7 @@ class SearchPane(Pane):
         self._generation += 1
         self.searching = True
         self.stopped = False
-        self.index_progress = None
+        self.build_progress = None
         self.results.loading = True
         self.refresh_bindings()
         self._show_status()
@@ -411,23 +417,42 @@ class SearchPane(Pane):
         source = self.source
         worker = get_current_worker()
 
-        def progress(done: int, total: int) -> None:
-            if not worker.is_cancelled:
-                self.app.call_from_thread(self._show_index_progress, generation, (done, total))
+        def reporter(what: str, quiet: float = 0.0) -> Callable[[int, int], None]:
+            started: list[float] = []
+            shown = [0.0]
+
+            def progress(done: int, total: int) -> None:
+                # Nothing for ``quiet`` seconds; then at most ten steps a second (each
+                # waits for the screen to take it), the start (total 0) and the end.
+                now = time.monotonic()
+                started[:] = started or [now]
+                if worker.is_cancelled or now - started[0] < quiet:
+                    return
+                if 0 < total and done < total and now - shown[0] < 0.1:
+                    return
+                if total:
+                    shown[0] = now
+                self.app.call_from_thread(
+                    self._show_build_progress, generation, (what, done, total)
+                )
+
+            return progress
 
         if not source.index_status().get("ready", True):
             # A foreign store without its keyword index yet: build it first, visibly.
-            progress(0, 0)
-            source.build_index(progress)
-            self.app.call_from_thread(self._show_index_progress, generation, None)
+            index_progress = reporter("the keyword index")
+            index_progress(0, 0)
+            source.build_index(index_progress)
+            self.app.call_from_thread(self._show_build_progress, generation, None)
         try:
             response = source.search(
                 text,
                 embedder=self.memtui.embedder,
                 limit=RESULT_LIMIT,
                 filters=filters,
-                progress=progress,
+                progress=reporter("the keyword index"),
                 cancelled=lambda: worker.is_cancelled,
+                vector_progress=reporter("the vector cache", QUIET_BUILD_SECONDS),
             )
         except Cancelled:
             return  # a newer search, or escape: nothing of this one is shown
@@ -436,11 +461,11 @@ class SearchPane(Pane):
             return
         self.app.call_from_thread(self._apply_search, generation, response, records, keep_place)
 
-    def _show_index_progress(self, generation: int, progress: tuple[int, int] | None) -> None:
-        """The status line follows the index build; None: built, now searching."""
+    def _show_build_progress(self, generation: int, progress: tuple[str, int, int] | None) -> None:
+        """The status line follows a build the search waits for; None: built, now searching."""
         if generation != self._generation or not self.searching:
             return
-        self.index_progress = progress
+        self.build_progress = progress
         self._show_status()
 
     def action_stop_search(self) -> None:
@@ -451,7 +476,7 @@ class SearchPane(Pane):
         self._generation += 1  # whatever the stopped worker still sends is dropped
         self.searching = False
         self.stopped = True
-        self.index_progress = None
+        self.build_progress = None
         self.results.loading = False
         self.base = self.response = None
         self.records = {}
@@ -469,7 +494,7 @@ class SearchPane(Pane):
     def worker_failed(self, worker: Worker) -> None:
         if worker.group == "search":
             self.searching = False
-            self.index_progress = None
+            self.build_progress = None
             self.results.loading = False
             self.refresh_bindings()
             self._show_status(error=str(worker.error))
@@ -484,7 +509,7 @@ class SearchPane(Pane):
         if generation != self._generation:
             return
         self.searching = False
-        self.index_progress = None
+        self.build_progress = None
         self.results.loading = False
         self.refresh_bindings()
         self.base = response
@@ -692,10 +717,11 @@ class SearchPane(Pane):
             else:
                 out.append(" (what-if; = restores)", style="bold yellow")
         out.append("   ")
-        if self.searching and self.index_progress is not None:
-            done, total = self.index_progress
-            out.append("building the keyword index", style="bold yellow")
-            out.append(f": {done}/{total} " if total else "… ", style="bold yellow")
+        if self.searching and self.build_progress is not None:
+            what, done, total = self.build_progress
+            out.append(f"building {what}", style="bold yellow")
+            out.append(f": {done:,}/{total:,} " if total else "… ", style="bold yellow")
+            out.append("(esc stops it)", style="dim")
         elif self.searching:
             out.append("searching… ", style="bold yellow")
             out.append("(esc stops it)", style="dim")
