@@ -77,6 +77,24 @@ async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0) 
         await pilot.pause(0.02)
 
 
+class HeldProgress:
+    """Wraps the app's progress callback: passes each step on, holds the build at the first."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[int, int]] = []
+        self.paused, self.release = threading.Event(), threading.Event()
+
+    def wrap(self, progress: Callable[[int, int], None]) -> Callable[[int, int], None]:
+        def step(done: int, total: int) -> None:
+            progress(done, total)  # the app's callback: the status line follows
+            self.seen.append((done, total))
+            if not self.paused.is_set():
+                self.paused.set()
+                self.release.wait(10)  # hold the build so the screen can be read mid-way
+
+        return step
+
+
 def shown_ids(results: ResultList) -> list[str]:
     return [results.get_option_at_index(i).id for i in range(results.option_count)]
 
@@ -399,20 +417,13 @@ async def test_the_first_vector_search_shows_the_vector_cache_build(store, monke
     """The matrix build a first vector search waits for is on the status line, stoppable."""
     monkeypatch.setattr(vector_cache, "BUILD_CHUNK", 16)
     monkeypatch.setattr(search_view, "QUIET_BUILD_SECONDS", 0.0)  # as if it took long
-    paused, release = threading.Event(), threading.Event()
-    seen: list[tuple[int, int]] = []
+    held = HeldProgress()
+    seen, paused, release = held.seen, held.paused, held.release
     app = make_app(store)
     real = app.source.search
 
     def search(*args, vector_progress=None, **kwargs):
-        def step(done: int, total: int) -> None:
-            vector_progress(done, total)  # the app's callback: the status line follows
-            seen.append((done, total))
-            if not paused.is_set():
-                paused.set()
-                release.wait(10)  # hold the build so the screen can be read mid-way
-
-        return real(*args, vector_progress=step, **kwargs)
+        return real(*args, vector_progress=held.wrap(vector_progress), **kwargs)
 
     monkeypatch.setattr(app.source, "search", search)
     async with app.run_test(size=SIZE) as pilot:
@@ -506,18 +517,11 @@ async def test_foreign_source_builds_its_index_with_progress_then_results_add_up
 ):
     assert langgraph.index_status()["ready"] is False
     real_build = langgraph.build_index
-    seen: list[tuple[int, int]] = []
-    paused, release = threading.Event(), threading.Event()
+    held = HeldProgress()
+    seen, paused, release = held.seen, held.paused, held.release
 
     def build(progress=None):
-        def step(done: int, total: int) -> None:
-            progress(done, total)  # the app's callback: the status line follows
-            seen.append((done, total))
-            if not paused.is_set():
-                paused.set()
-                release.wait(10)  # hold the build so the screen can be read mid-way
-
-        return real_build(step)
+        return real_build(held.wrap(progress))
 
     monkeypatch.setattr(langgraph, "build_index", build)
     app = make_app(langgraph)
