@@ -2,8 +2,10 @@
 the audit log beside the store, and the forget protocol (intent, change, outcome).
 
 An adapter (LangGraph, preferences, tenant evidence...) supplies its reads
-(``facets``, ``page``, ``get``), what its cache rows are, its fingerprint, and
-``_apply_forget``: the store's own forget rule in one store transaction.
+(``facets``, ``page``, ``get``; a store read as two tables through one view gets
+them from ``memtui.sources.union_view``), what its cache rows are, its
+fingerprint, and ``_apply_forget``: the store's own forget rule in one store
+transaction.
 """
 
 from __future__ import annotations

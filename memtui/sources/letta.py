@@ -18,23 +18,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from memtui.sources.base import (
-    DEFAULT_PAGE_SIZE,
     DetailSection,
-    Page,
     SourceError,
     SourceRecord,
     SourceSummary,
-    TierFacet,
-    check_limit,
     decode_id,
     encode_id,
 )
 from memtui.sources.cache import FilterSql
-from memtui.sources.foreign import ForeignSqliteSource
+from memtui.sources.union_view import UnionViewSource
 
 TIERS = ("archival", "core")
 _PART = {"archival": 0, "core": 1}
@@ -54,11 +50,12 @@ def _tags(text: Any) -> list[str]:
     return [str(t) for t in value] if isinstance(value, list) else []
 
 
-class LettaSource(ForeignSqliteSource):
+class LettaSource(UnionViewSource):
     kind = "letta"
     kind_label = "Letta 0.11 SQLite"
     tiers = TIERS
     scope_keys = ("archive", "tag", "label")
+    extra_scope_keys = ("tag",)  # a JSON list in the view's ``tags`` column
     hidden_state = "deleted"
 
     @property
@@ -76,6 +73,9 @@ class LettaSource(ForeignSqliteSource):
 
     def _has_blocks(self) -> bool:
         return "block" in self.columns
+
+    def _has_second_table(self) -> bool:
+        return self._has_blocks()
 
     def _archive_name(self, alias: str) -> str:
         if "archives" in self.columns:
@@ -100,27 +100,23 @@ class LettaSource(ForeignSqliteSource):
         )
         return f"{passages} UNION ALL {blocks}"
 
-    def _where(
-        self, filters: Mapping[str, Any] | None, include_hidden: bool
-    ) -> tuple[str, list[Any]]:
-        filters = self.check_filters(filters)
-        clauses: list[str] = []
-        params: list[Any] = []
-        for key, value in filters.items():
-            if key == "tag":
-                clauses.append(
-                    "EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(tags) THEN tags "
-                    "ELSE '[]' END) WHERE json_each.value = ?)"
-                )
-                params.append(value)
-            elif value is None:
-                clauses.append(f"{key} IS NULL")
-            else:
-                clauses.append(f"{key} = ?")
-                params.append(value)
-        if not include_hidden:
-            clauses.append("live = 1")
-        return (" AND ".join(clauses) or "1"), params
+    def _extra_filter(self, key: str, value: Any) -> tuple[str, list[Any]]:
+        return (
+            "EXISTS (SELECT 1 FROM json_each(CASE WHEN json_valid(tags) THEN tags "
+            "ELSE '[]' END) WHERE json_each.value = ?)",
+            [value],
+        )
+
+    def _extra_scope_rows(
+        self, key: str, items: str, where: str, params: list[Any], tier: str
+    ) -> list[tuple[Any, ...]]:
+        return self.query(
+            f"SELECT j.value, count(*) FROM ({items}) AS i, json_each(CASE WHEN "
+            "json_valid(i.tags) THEN i.tags ELSE '[]' END) AS j "
+            f"WHERE {where} AND i.tier = ? "
+            "AND j.type = 'text' GROUP BY j.value ORDER BY j.value",
+            [*params, tier],
+        )
 
     def cache_filter_sql(self) -> FilterSql:
         def tag(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:
@@ -133,9 +129,6 @@ class LettaSource(ForeignSqliteSource):
             )
 
         return tag  # type: ignore[return-value]
-
-    def record_count(self) -> int:
-        return self.query(f"SELECT count(*) FROM ({self._items()})")[0][0]
 
     def _data_fingerprint(self) -> Any:
         parts = [
@@ -183,74 +176,12 @@ class LettaSource(ForeignSqliteSource):
 
     # -- reading
 
-    def facets(
-        self, filters: Mapping[str, Any] | None = None, *, include_hidden: bool = False
-    ) -> list[TierFacet]:
-        where, params = self._where(filters, include_hidden)
-        items = self._items()
-        counts = dict(
-            self.query(f"SELECT tier, count(*) FROM ({items}) WHERE {where} GROUP BY tier", params)
-        )
-        out = []
-        for tier in TIERS:
-            if tier == "core" and not self._has_blocks():
-                continue
-            scopes: dict[str, dict[str, int]] = {}
-            for key in ("archive", "label"):
-                rows = self.query(
-                    f"SELECT {key}, count(*) FROM ({items}) WHERE {where} AND tier = ? "
-                    f"AND {key} IS NOT NULL GROUP BY {key} ORDER BY {key}",
-                    [*params, tier],
-                )
-                if rows:
-                    scopes[key] = {str(v): n for v, n in rows}
-            rows = self.query(
-                f"SELECT j.value, count(*) FROM ({items}) AS i, json_each(CASE WHEN "
-                "json_valid(i.tags) THEN i.tags ELSE '[]' END) AS j "
-                f"WHERE {where} AND i.tier = ? "
-                "AND j.type = 'text' GROUP BY j.value ORDER BY j.value",
-                [*params, tier],
-            )
-            if rows:
-                scopes["tag"] = {str(v): n for v, n in rows}
-            out.append(TierFacet(tier=tier, count=counts.get(tier, 0), scopes=scopes))
-        return out
-
     def _key(self, record_id: str) -> tuple[int, str] | None:
         for tier, part in _PART.items():
             parts = decode_id(tier, str(record_id), 1)
             if parts is not None:
                 return part, parts[0]
         return None
-
-    def page(
-        self,
-        filters: Mapping[str, Any] | None = None,
-        *,
-        after: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-        include_hidden: bool = False,
-    ) -> Page:
-        limit = check_limit(limit)
-        where, params = self._where(filters, include_hidden)
-        if after:
-            key = self._key(after)
-            if key is None:
-                raise SourceError(f"cursor {after!r} is not a {self.kind_label} record id")
-            where += " AND (part, rid) > (?, ?)"
-            params.extend(key)
-        keys = [
-            (r[0], r[1])
-            for r in self.query(
-                f"SELECT part, rid FROM ({self._items()}) WHERE {where} ORDER BY part, rid LIMIT ?",
-                [*params, limit + 1],
-            )
-        ]
-        more = len(keys) > limit
-        keys = keys[:limit]
-        found = self._load(keys)
-        records = [found[k] for k in keys if k in found]
-        return Page(records=records, next_cursor=records[-1].id if more and records else None)
 
     def _load(self, keys: Iterable[tuple[int, str]]) -> dict[tuple[int, str], SourceRecord]:
         keys = list(keys)
@@ -325,18 +256,6 @@ class LettaSource(ForeignSqliteSource):
                 "updated_at": updated,
             },
         )
-
-    def get(self, record_id: str) -> SourceRecord | None:
-        key = self._key(record_id)
-        if key is None or (key[0] == 1 and not self._has_blocks()):
-            return None
-        return self._load([key]).get(key)
-
-    def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
-        keys = [k for k in (self._key(i) for i in record_ids) if k is not None]
-        if not self._has_blocks():
-            keys = [k for k in keys if k[0] == 0]
-        return {r.id: r for r in self._load(keys).values()}
 
     def notes(self, record: SourceRecord) -> str:
         if record.tier == "archival":

@@ -25,21 +25,13 @@ session, prompt, result, status, created, context_revision)``;
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from memtui.core.records import format_timestamp
-from memtui.sources.base import (
-    DEFAULT_PAGE_SIZE,
-    DetailSection,
-    Page,
-    SourceError,
-    SourceRecord,
-    TierFacet,
-    check_limit,
-)
-from memtui.sources.foreign import ForeignSqliteSource
+from memtui.sources.base import DetailSection, SourceError, SourceRecord
+from memtui.sources.union_view import UnionViewSource
 
 TIERS = ("preference", "work")
 _PARTS = {"pref": 0, "work": 1}
@@ -54,14 +46,7 @@ def _epoch_text(value: Any) -> str | None:
         return str(value)
 
 
-def _parse_id(record_id: str) -> tuple[int, int] | None:
-    prefix, sep, number = str(record_id).partition(":")
-    if not sep or prefix not in _PARTS or not number.isdigit():
-        return None
-    return _PARTS[prefix], int(number)
-
-
-class PreferenceSource(ForeignSqliteSource):
+class PreferenceSource(UnionViewSource):
     kind = "preferences"
     kind_label = "explicit-preference store"
     tiers = TIERS
@@ -81,6 +66,9 @@ class PreferenceSource(ForeignSqliteSource):
 
     def _has_work(self) -> bool:
         return "assistant_work" in self.columns
+
+    def _has_second_table(self) -> bool:
+        return self._has_work()
 
     def _has_events(self) -> bool:
         return "memory_events" in self.columns
@@ -103,25 +91,6 @@ class PreferenceSource(ForeignSqliteSource):
         )
         return f"{prefs} UNION ALL {work}"
 
-    def _where(
-        self, filters: Mapping[str, Any] | None, include_hidden: bool
-    ) -> tuple[str, list[Any]]:
-        filters = self.check_filters(filters)
-        clauses: list[str] = []
-        params: list[Any] = []
-        for key, value in filters.items():  # keys are allowlisted column names of the union
-            if value is None:
-                clauses.append(f"{key} IS NULL")
-            else:
-                clauses.append(f"{key} = ?")
-                params.append(value)
-        if not include_hidden:
-            clauses.append("live = 1")
-        return (" AND ".join(clauses) or "1"), params
-
-    def record_count(self) -> int:
-        return self.query(f"SELECT count(*) FROM ({self._items()})")[0][0]
-
     def _data_fingerprint(self) -> Any:
         parts = [list(self.query("SELECT count(*), max(id) FROM assistant_preferences")[0])]
         parts.append(
@@ -134,55 +103,11 @@ class PreferenceSource(ForeignSqliteSource):
             parts.append(list(self.query("SELECT count(*), max(id) FROM assistant_work")[0]))
         return parts
 
-    def facets(
-        self, filters: Mapping[str, Any] | None = None, *, include_hidden: bool = False
-    ) -> list[TierFacet]:
-        where, params = self._where(filters, include_hidden)
-        items = self._items()
-        counts = dict(
-            self.query(f"SELECT tier, count(*) FROM ({items}) WHERE {where} GROUP BY tier", params)
-        )
-        out = []
-        for tier in TIERS:
-            if tier == "work" and not self._has_work():
-                continue
-            scopes: dict[str, dict[str, int]] = {}
-            for key in self.scope_keys:
-                rows = self.query(
-                    f"SELECT {key}, count(*) FROM ({items}) WHERE {where} AND tier = ? "
-                    f"AND {key} IS NOT NULL GROUP BY {key} ORDER BY {key}",
-                    [*params, tier],
-                )
-                if rows:
-                    scopes[key] = {str(v): n for v, n in rows}
-            out.append(TierFacet(tier=tier, count=counts.get(tier, 0), scopes=scopes))
-        return out
-
-    def page(
-        self,
-        filters: Mapping[str, Any] | None = None,
-        *,
-        after: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-        include_hidden: bool = False,
-    ) -> Page:
-        limit = check_limit(limit)
-        where, params = self._where(filters, include_hidden)
-        if after:
-            key = _parse_id(after)
-            if key is None:
-                raise SourceError(f"cursor {after!r} is not a {self.kind_label} record id")
-            where += " AND (part, rid) > (?, ?)"
-            params.extend(key)
-        keys = self.query(
-            f"SELECT part, rid FROM ({self._items()}) WHERE {where} ORDER BY part, rid LIMIT ?",
-            [*params, limit + 1],
-        )
-        more = len(keys) > limit
-        keys = keys[:limit]
-        found = self._load(keys)
-        records = [found[k] for k in keys if k in found]
-        return Page(records=records, next_cursor=records[-1].id if more and records else None)
+    def _key(self, record_id: str) -> tuple[int, int] | None:
+        prefix, sep, number = str(record_id).partition(":")
+        if not sep or prefix not in _PARTS or not number.isdigit():
+            return None
+        return _PARTS[prefix], int(number)
 
     def _load(self, keys: Iterable[tuple[int, int]]) -> dict[tuple[int, int], SourceRecord]:
         keys = list(keys)
@@ -258,18 +183,6 @@ class PreferenceSource(ForeignSqliteSource):
                 "eligible": eligible,
             },
         )
-
-    def get(self, record_id: str) -> SourceRecord | None:
-        key = _parse_id(record_id)
-        if key is None or (key[0] == 1 and not self._has_work()):
-            return None
-        return self._load([key]).get(key)
-
-    def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
-        keys = [k for k in (_parse_id(i) for i in record_ids) if k is not None]
-        if not self._has_work():
-            keys = [k for k in keys if k[0] == 0]
-        return {r.id: r for r in self._load(keys).values()}
 
     def notes(self, record: SourceRecord) -> str:
         meta = record.metadata
