@@ -411,3 +411,24 @@ def test_the_side_listing_starts_only_for_a_ranking_with_more_matches_than_it_ke
         lane, _excluded, matched_again = _keyword_lane(store, match, None, 1)  # N is about 18
         assert len(calls) == 1  # started beside the ranking; no second connection: in line
         assert matched_again == matched and list(lane.raw) == list(whole.raw)[:1]
+
+
+def test_postings_without_rows_are_classified_exactly(tmp_path):
+    """Rowids the records table does not have (past its end, or negative) take the array way."""
+    with MemoryStore(tmp_path / "n.db", clock=fixed_clock) as store:
+        live = store.add_record(tier="knowledge", record_type="note", content="tern tern")
+        refuted = store.record_success(  # the last row: byte -1 of the table, if misread
+            profile_hash="a:b:c", tool="t", endpoint="/e", param="q", content="tern"
+        )
+        store.refute(refuted, reason="no")
+        store.connection.execute(
+            "INSERT INTO records_fts (rowid, content) VALUES (-1, 'tern'), (999, 'tern')"
+        )
+        hidden = search_module._hidden_rows(store)
+        for ids in ([live, refuted], [live, refuted, -1], [999, refuted, live]):
+            assert hidden.hidden_among(store, ids) == ({refuted}, set()), ids
+        lane, excluded, matched = _keyword_lane(store, match_expression(["tern"]), None, 10)
+        assert matched == 4 and excluded["refuted"] == 1 and refuted not in lane.raw
+        assert [r.record_id for r in hybrid_search(store, "tern", keyword_only=True).results] == [
+            live
+        ]

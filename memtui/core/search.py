@@ -316,12 +316,8 @@ class _Hidden:
                 marks = np.zeros(0, dtype=np.uint8)
             self.by_id = (marks.tobytes(), memoryview(rank))
         marks, rank_at = self.by_id
-        try:
-            if len(ids) == 1:
-                found = [i for i in ids if marks[i]]
-            else:
-                found = [i for i, mark in zip(ids, itemgetter(*ids)(marks), strict=True) if mark]
-        except IndexError:  # an id past the table's last row (a posting with no row): arrays
+        found = _marked(marks, ids)
+        if found is None:  # an id outside the table (a posting with no row): arrays
             matched = np.unique(np.fromiter(ids, dtype=np.int64, count=len(ids)))
             refuted_mask, expired_mask = self.classify(store, matched)
             return set(matched[refuted_mask].tolist()), set(matched[expired_mask].tolist())
@@ -406,6 +402,15 @@ def _ids_from(store: MemoryStore, sql: str, params: Sequence[Any] = ()) -> Any:
     if not text:
         return np.zeros(0, dtype=np.int64)
     return np.fromstring(text, dtype=np.int64, sep=",")
+
+
+def _marked(marks: bytes, ids: Collection[int]) -> list[int] | None:
+    """The ``ids`` whose byte in ``marks`` is set; None when one is outside ``marks``."""
+    if min(ids) < 0 or max(ids) >= len(marks):
+        return None
+    if len(ids) == 1:
+        return [i for i in ids if marks[i]]
+    return [i for i, mark in zip(ids, itemgetter(*ids)(marks), strict=True) if mark]
 
 
 def _hidden_rows(store: MemoryStore) -> _Hidden:
