@@ -577,6 +577,38 @@ async def test_foreign_source_builds_its_index_with_progress_then_results_add_up
         assert any("cannot move" in str(n.message) for n in app._notifications)
 
 
+async def test_escape_during_a_foreign_index_build_says_the_build_goes_on(langgraph, monkeypatch):
+    real_build = langgraph.build_index
+    held = HeldProgress()
+    monkeypatch.setattr(
+        langgraph, "build_index", lambda progress=None: real_build(held.wrap(progress))
+    )
+    app = make_app(langgraph)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        app.query_one("#query", Input).value = "paris trip"
+        await pilot.press("enter")
+        try:
+            await wait_for(pilot, held.paused.is_set)
+            await pilot.pause()
+            await pilot.press("escape")
+            await pilot.pause()
+            text = screen_text(app)
+            assert "search stopped · the keyword index goes on building, for the next" in text
+        finally:
+            held.release.set()
+        await settle(pilot)  # the build finished in the stopped worker; nothing was shown
+        assert langgraph.index_status()["ready"] is True
+        pane = app.query_one(SearchPane)
+        assert pane.stopped and pane.base is None
+        app.query_one("#query", Input).focus()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert pane.response.results and pane.response.results[0].id == PARIS
+        assert "search stopped" not in screen_text(app)
+
+
 async def test_foreign_vectors_without_an_embedder_fall_back_with_the_reason(tmp_path):
     source = open_source(copy_fixture(LANGGRAPH_VECTORS, tmp_path / "lgv"), now=LG_NOW)
     try:

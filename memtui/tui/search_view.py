@@ -36,6 +36,7 @@ from memtui.tui.breakdown import KEYWORD_STYLE, VECTOR_STYLE, render_breakdown, 
 from memtui.tui.format import fit, plural
 
 RESULT_LIMIT = 20
+KEYWORD_INDEX = "the keyword index"
 QUIET_BUILD_SECONDS = 0.3
 """A vector cache build shorter than this is not on the status line (a small store's
 takes milliseconds; a million vectors take seconds)."""
@@ -212,6 +213,9 @@ class SearchPane(Pane):
         """The database changed since these results were computed (F5 / ctrl+r re-runs)."""
         self.stopped = False
         """The last search was stopped with escape before it finished."""
+        self.stopped_note: str | None = None
+        """What goes on after the stop: a foreign store's keyword index build cannot be
+        interrupted, so it finishes in the background (and the next search uses it)."""
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="search-bar"):
@@ -440,7 +444,7 @@ class SearchPane(Pane):
 
         if not source.index_status().get("ready", True):
             # A foreign store without its keyword index yet: build it first, visibly.
-            index_progress = reporter("the keyword index")
+            index_progress = reporter(KEYWORD_INDEX)
             index_progress(0, 0)
             source.build_index(index_progress)
             self.app.call_from_thread(self._show_build_progress, generation, None)
@@ -450,7 +454,7 @@ class SearchPane(Pane):
                 embedder=self.memtui.embedder,
                 limit=RESULT_LIMIT,
                 filters=filters,
-                progress=reporter("the keyword index"),
+                progress=reporter(KEYWORD_INDEX),
                 cancelled=lambda: worker.is_cancelled,
                 vector_progress=reporter("the vector cache", QUIET_BUILD_SECONDS),
             )
@@ -474,6 +478,10 @@ class SearchPane(Pane):
             return
         self.workers.cancel_group(self, "search")
         self._generation += 1  # whatever the stopped worker still sends is dropped
+        indexing = self.build_progress is not None and self.build_progress[0] == KEYWORD_INDEX
+        self.stopped_note = (
+            "the keyword index goes on building, for the next search" if indexing else None
+        )
         self.searching = False
         self.stopped = True
         self.build_progress = None
@@ -727,6 +735,8 @@ class SearchPane(Pane):
             out.append("(esc stops it)", style="dim")
         elif self.stopped:
             out.append("search stopped", style="bold yellow")
+            if self.stopped_note:
+                out.append(f" · {self.stopped_note}", style="dim")
         elif self.base is not None:
             trace = self.base.trace
             shown = len(self.response.results) if self.response else 0
