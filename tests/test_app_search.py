@@ -592,6 +592,7 @@ async def test_escape_during_a_foreign_index_build_says_the_build_goes_on(langgr
         try:
             await wait_for(pilot, held.paused.is_set)
             await pilot.pause()
+            assert "(esc stops waiting)" in screen_text(app)
             await pilot.press("escape")
             await pilot.pause()
             text = screen_text(app)

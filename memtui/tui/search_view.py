@@ -729,7 +729,10 @@ class SearchPane(Pane):
             what, done, total = self.build_progress
             out.append(f"building {what}", style="bold yellow")
             out.append(f": {done:,}/{total:,} " if total else "… ", style="bold yellow")
-            out.append("(esc stops it)", style="dim")
+            # escape stops the vector cache build; an index build goes on for the next search
+            out.append(
+                "(esc stops waiting)" if what == KEYWORD_INDEX else "(esc stops it)", style="dim"
+            )
         elif self.searching:
             out.append("searching… ", style="bold yellow")
             out.append("(esc stops it)", style="dim")
