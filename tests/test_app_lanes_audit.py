@@ -98,6 +98,29 @@ async def test_lanes_follow_the_engagement_choice(store: MemoryStore):
         assert "host history: globex-retest" in screen_text(app)
 
 
+async def test_a_long_host_history_shows_its_first_findings_and_counts_the_rest(
+    store: MemoryStore, monkeypatch
+):
+    """An engagement can hold tens of thousands of findings: the tab shows the first."""
+    monkeypatch.setattr(LanesPane, "HISTORY_ROWS", 2)
+    every = host_history(store, "acme-2026-q4")
+    assert len(every) > 2
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        app.query_one("#lanes-engagement", Select).value = "acme-2026-q4"
+        await settle(pilot)
+        pane = app.query_one(LanesPane)
+        assert pane.data["history"] == every[:2]
+        assert pane.data["history_total"] == len(every)
+        text = screen_text(app)
+        assert f"{len(every)} findings, the first 2 shown" in text
+        assert f"… and {len(every) - 2} more, less severe or later" in text
+        assert every[0]["finding_id"] in text and every[2]["finding_id"] not in text
+
+
 async def test_lanes_profile_select_works_from_the_keyboard(store: MemoryStore):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:

@@ -16,6 +16,7 @@ from memtui.core.corpus import load_corpus, prepare_corpus
 from memtui.core.lanes import (
     DEFAULT_MIN_SIMILARITY,
     host_history,
+    host_history_count,
     learned_tactics,
     negative_evidence,
     profile_priors,
@@ -369,6 +370,15 @@ def test_host_history_without_current_run_includes_every_run(lanes_store):
     assert first["type"] == "sqli"
     assert first["url"].startswith("https://shop.acme.example/api/v2/items/17")
     assert lanes_store.get(first["record_id"]).content == first["title"]
+
+
+@pytest.mark.parametrize("current_run", [None, "acme-r3"])
+def test_host_history_limit_keeps_the_first_and_the_count_counts_them_all(lanes_store, current_run):
+    every = host_history(lanes_store, "acme-2026-q4", current_run)
+    assert host_history_count(lanes_store, "acme-2026-q4", current_run) == len(every) > 3
+    assert host_history(lanes_store, "acme-2026-q4", current_run, limit=3) == every[:3]
+    assert host_history(lanes_store, "acme-2026-q4", current_run, limit=0) == []
+    assert host_history_count(lanes_store, "no-such-engagement") == 0
 
 
 def test_host_history_excludes_expired_and_new_run_findings(lanes_store):

@@ -289,25 +289,12 @@ def negative_evidence(
 _SEVERITY_ORDER = " ".join(f"WHEN '{s}' THEN {i}" for i, s in enumerate(SEVERITIES))
 
 
-def host_history(
-    store: MemoryStore, engagement: str, current_run: str | None = None
-) -> list[dict[str, Any]]:
-    """Earlier findings of one engagement, most severe first, then by record id.
-
-    Left out: other engagements, the ``current_run`` (its findings are being
-    made now), false positives, informational (``info``) findings, and
-    refuted or expired records.
-
-    Each row: ``record_id``, ``finding_id``, ``title``, ``severity``,
-    ``run_id``, ``url``, ``type``, ``created_at``.
-    """
+def _history_rows(
+    store: MemoryStore, engagement: str, current_run: str | None
+) -> tuple[str, list[Any]]:
+    """``FROM ... WHERE ...`` and its parameters: the findings ``host_history`` lists."""
     where, params = store.scope_clause({"record_type": "finding", "engagement": engagement})
     sql = (
-        "SELECT id, content, run_id, created_at, "
-        "json_extract(metadata, '$.finding_id') AS finding_id, "
-        "lower(json_extract(metadata, '$.severity')) AS severity, "
-        "json_extract(metadata, '$.url') AS url, "
-        "json_extract(metadata, '$.type') AS type "
         f"FROM records WHERE {where} "
         "AND COALESCE(json_type(metadata, '$.false_positive'), '') != 'true' "
         "AND COALESCE(lower(json_extract(metadata, '$.severity')), '') != 'info'"
@@ -315,10 +302,39 @@ def host_history(
     if current_run is not None:
         sql += " AND run_id IS NOT ?"
         params.append(current_run)
-    sql += (
-        f" ORDER BY CASE lower(json_extract(metadata, '$.severity')) {_SEVERITY_ORDER} "
+    return sql, params
+
+
+def host_history(
+    store: MemoryStore,
+    engagement: str,
+    current_run: str | None = None,
+    *,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Earlier findings of one engagement, most severe first, then by record id.
+
+    Left out: other engagements, the ``current_run`` (its findings are being
+    made now), false positives, informational (``info``) findings, and
+    refuted or expired records. ``limit``: the first that many only (an
+    engagement can hold tens of thousands; ``host_history_count`` counts them).
+
+    Each row: ``record_id``, ``finding_id``, ``title``, ``severity``,
+    ``run_id``, ``url``, ``type``, ``created_at``.
+    """
+    rows, params = _history_rows(store, engagement, current_run)
+    sql = (
+        "SELECT id, content, run_id, created_at, "
+        "json_extract(metadata, '$.finding_id') AS finding_id, "
+        "lower(json_extract(metadata, '$.severity')) AS severity, "
+        "json_extract(metadata, '$.url') AS url, "
+        f"json_extract(metadata, '$.type') AS type {rows} "
+        f"ORDER BY CASE lower(json_extract(metadata, '$.severity')) {_SEVERITY_ORDER} "
         f"ELSE {len(SEVERITIES)} END, id"
     )
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(max(0, int(limit)))
     return [
         {
             "record_id": row["id"],
@@ -332,6 +348,12 @@ def host_history(
         }
         for row in store.query(sql, params)
     ]
+
+
+def host_history_count(store: MemoryStore, engagement: str, current_run: str | None = None) -> int:
+    """How many findings ``host_history`` lists for the engagement, without reading them."""
+    rows, params = _history_rows(store, engagement, current_run)
+    return int(store.query(f"SELECT count(*) {rows}", params)[0][0])
 
 
 # ------------------------------------------------------------------ learned tactics

@@ -499,9 +499,18 @@ class MemorySource(ABC):
         raise NotImplementedError
 
     def lanes(
-        self, profile: str | None, engagement: str | None, *, min_denominator: int
+        self,
+        profile: str | None,
+        engagement: str | None,
+        *,
+        min_denominator: int,
+        history_limit: int | None = None,
     ) -> dict[str, Any]:
-        """The four lanes: ``priors``, ``tactics``, ``negative`` (for a profile), ``history``."""
+        """The four lanes: ``priors``, ``tactics``, ``negative`` (for a profile), ``history``.
+
+        ``history`` holds at most ``history_limit`` findings, the most severe;
+        ``history_total`` says how many there are.
+        """
         self._require_lanes()
         raise NotImplementedError
 

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from memtui.core.embed import Embedder
-from memtui.core.lanes import host_history, learned_tactics, negative_evidence, profile_priors
+from memtui.core.lanes import (
+    host_history,
+    host_history_count,
+    learned_tactics,
+    negative_evidence,
+    profile_priors,
+)
 from memtui.core.records import TIERS, MemoryRecord
 from memtui.core.search import SearchResponse, explain_keyword, hybrid_search
 from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
@@ -386,7 +392,12 @@ class NativeSource(MemorySource):
         return self.scope_values("profile_hash"), tactics, self.scope_values("engagement")
 
     def lanes(
-        self, profile: str | None, engagement: str | None, *, min_denominator: int
+        self,
+        profile: str | None,
+        engagement: str | None,
+        *,
+        min_denominator: int,
+        history_limit: int | None = None,
     ) -> dict[str, Any]:
         store = self.store
         data: dict[str, Any] = {"profile": profile, "engagement": engagement}
@@ -395,7 +406,10 @@ class NativeSource(MemorySource):
             data["tactics"] = learned_tactics(store, profile)
             data["negative"] = negative_evidence(store, profile, min_denominator)
         if engagement:
-            data["history"] = host_history(store, engagement)
+            history = host_history(store, engagement, limit=history_limit)
+            whole = history_limit is None or len(history) < history_limit
+            data["history"] = history
+            data["history_total"] = len(history) if whole else host_history_count(store, engagement)
         return data
 
     def refute(self, record_id: str, *, reason: str, operator: str | None = None) -> int:

@@ -156,7 +156,8 @@ def negative_table(rows: list[dict[str, Any]], min_denominator: int) -> Table | 
     return table
 
 
-def history_table(rows: list[dict[str, Any]]) -> Table | Text:
+def history_table(rows: list[dict[str, Any]], total: int | None = None) -> Table | Text:
+    """The findings, most severe first; ``total`` when ``rows`` are only the first of them."""
     if not rows:
         return Text(
             "No earlier findings for this engagement (false positives and info are left out).",
@@ -184,6 +185,13 @@ def history_table(rows: list[dict[str, Any]]) -> Table | Text:
             cell(row.get("url") or "", 100),
             Text(short_date(row.get("created_at")), style="dim"),
         )
+    if total is not None and total > len(rows):
+        table.caption = Text(
+            f"… and {total - len(rows):,} more, less severe or later "
+            "(`memtui lanes DB --engagement NAME` lists every one)",
+            style="dim",
+        )
+        table.caption_justify = "left"
     return table
 
 
@@ -191,6 +199,9 @@ class LanesPane(Pane):
     """Pick a profile and an engagement; the four lanes follow."""
 
     MIN_DENOMINATOR = 5
+    HISTORY_ROWS = 100
+    """Findings shown at most: an engagement can hold tens of thousands, and a table
+    of them all would hold the screen for minutes."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -307,7 +318,14 @@ class LanesPane(Pane):
 
     @work(thread=True, exclusive=True, group="lanes", exit_on_error=False, name="Computing lanes")
     def _load_lanes(self, profile: str | None, engagement: str | None) -> None:
-        data = dict(self.source.lanes(profile, engagement, min_denominator=self.MIN_DENOMINATOR))
+        data = dict(
+            self.source.lanes(
+                profile,
+                engagement,
+                min_denominator=self.MIN_DENOMINATOR,
+                history_limit=self.HISTORY_ROWS,
+            )
+        )
         data.setdefault("profile", profile)
         data.setdefault("engagement", engagement)
         if get_current_worker().is_cancelled:
@@ -342,10 +360,13 @@ class LanesPane(Pane):
                 static.update(none)
         if data.get("engagement"):
             history_rows = data.get("history") or []
-            history.update(history_table(history_rows))
+            total = data.get("history_total", len(history_rows))
+            history.update(history_table(history_rows, total))
             title = Text("host history: ")
             title.append_text(cell(data["engagement"], 80))
             history.border_title = title
-            history.border_subtitle = plural(len(history_rows), "finding")
+            history.border_subtitle = plural(total, "finding") + (
+                f", the first {len(history_rows)} shown" if total > len(history_rows) else ""
+            )
         else:
             history.update(Text("Choose an engagement above.", style="dim"))
