@@ -32,6 +32,7 @@ DIM = 384
 EMBEDDER_NAME = f"bench-random-{DIM}"
 NOW = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 FORMAT_VERSION = 1  # bump when the generated data changes, so old files are not reused
+BIG_ENGAGEMENT = "eng-00000"  # a sixth of all engagement-scoped records (see ``generate``)
 
 TIER_SHARES = (  # (tier, record_type, share of records)
     ("working", "note", 0.10),

@@ -96,6 +96,7 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("learned", "learned_tactics"),
     ("negative", "negative_evidence"),
     ("host", "host_history"),
+    ("host_big", "host_history, big engagement: first 100 + count"),
     ("forget", "forget one record (verified)"),
     ("forget_cached", "forget, vector cache on disk"),
     ("forget_scope", "forget_scope, big engagement"),
@@ -597,7 +598,13 @@ def _breakdown(store: MemoryStore, embedder: Any, queries: list[str], repeats: i
 def _explain_and_lane_rows(
     store: MemoryStore, raw: sqlite3.Connection, info: dict, cases: dict, repeats: int
 ) -> list[Row]:
-    from memtui.core.lanes import host_history, learned_tactics, negative_evidence, profile_priors
+    from memtui.core.lanes import (
+        host_history,
+        host_history_count,
+        learned_tactics,
+        negative_evidence,
+        profile_priors,
+    )
 
     out = []
     pairs = []
@@ -657,6 +664,28 @@ def _explain_and_lane_rows(
         repeats,
     )
     out.append(Row("host", ours, base, "SELECT * findings of the engagement"))
+    # What the Lanes tab reads for the big engagement: its first 100 findings, and how many.
+    big = [gen.BIG_ENGAGEMENT]
+    finding = "FROM records WHERE engagement = ? AND record_type = 'finding'"
+    ours, base = _interleaved(
+        big,
+        lambda e: (host_history(store, e, limit=100), host_history_count(store, e)),
+        lambda e: (
+            raw.execute(f"SELECT * {finding} LIMIT 100", (e,)).fetchall(),
+            raw.execute(f"SELECT count(*) {finding}", (e,)).fetchall(),
+        ),
+        repeats,
+    )
+    total = host_history_count(store, gen.BIG_ENGAGEMENT)
+    out.append(
+        Row(
+            "host_big",
+            ours,
+            base,
+            "SELECT * findings LIMIT 100 + count(*)",
+            note=f"{gen.BIG_ENGAGEMENT}: {total:,} findings listed, most severe first",
+        )
+    )
     return out
 
 
@@ -735,7 +764,7 @@ def _forget_rows(path: Path, records: int, repeats: int) -> list[Row]:
                     f"{len(vector_cache.cache_files(store))}",
                 )
             )
-            big = "eng-00000"
+            big = gen.BIG_ENGAGEMENT
             count = store.query("SELECT count(*) FROM records WHERE engagement = ?", (big,))[0][0]
             start = time.perf_counter()
             store.forget_scope(engagement=big, reason="benchmark")
@@ -900,7 +929,7 @@ def _judge(row: Row, records: int) -> None:
     elif key == "explain":
         row.target = "< 50 ms"
         row.met = median is not None and median < 50
-    elif key in ("priors", "learned", "negative", "host"):
+    elif key in ("priors", "learned", "negative", "host", "host_big"):
         row.target = "< 200 ms"
         row.met = median is not None and median < 200
     elif key in ("tier_counts", "scope_counts"):
