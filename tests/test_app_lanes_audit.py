@@ -85,15 +85,20 @@ async def test_lanes_show_priors_tactics_negative_evidence_and_history(store: Me
             assert row["finding_id"] in text
 
 
+async def lanes_of_engagement(app, pilot, engagement: str) -> LanesPane:
+    """Open the Lanes tab and choose ``engagement``; the pane once its lanes are read."""
+    await settle(pilot)
+    await pilot.press("3")
+    await settle(pilot)
+    app.query_one("#lanes-engagement", Select).value = engagement
+    await settle(pilot)
+    return app.query_one(LanesPane)
+
+
 async def test_lanes_follow_the_engagement_choice(store: MemoryStore):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
-        app.query_one("#lanes-engagement", Select).value = "globex-retest"
-        await settle(pilot)
-        pane = app.query_one(LanesPane)
+        pane = await lanes_of_engagement(app, pilot, "globex-retest")
         assert pane.data["history"] == host_history(store, "globex-retest")
         assert "host history: globex-retest" in screen_text(app)
 
@@ -107,12 +112,7 @@ async def test_a_long_host_history_shows_its_first_findings_and_counts_the_rest(
     assert len(every) > 2
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
-        app.query_one("#lanes-engagement", Select).value = "acme-2026-q4"
-        await settle(pilot)
-        pane = app.query_one(LanesPane)
+        pane = await lanes_of_engagement(app, pilot, "acme-2026-q4")
         assert pane.data["history"] == every[:2]
         assert pane.data["history_total"] == len(every)
         text = screen_text(app)

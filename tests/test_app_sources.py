@@ -20,12 +20,11 @@ from textual.widgets import Input
 
 from memtui.core.embed import HashEmbedder
 from memtui.sources import open_source
-from memtui.tui.app import MemtuiApp
+from memtui.tui.app import MemtuiApp, make_app
 from memtui.tui.breakdown import arithmetic
 from memtui.tui.browse import RecordTable, ScopeTree
 from memtui.tui.collection_picker import CollectionPicker
 from memtui.tui.dialogs import ConfirmRecordAction
-from memtui.tui.launch import app_for_source
 from memtui.tui.search_view import ResultList, SearchPane
 from memtui.tui.testing import screen_text, settle
 
@@ -74,7 +73,7 @@ async def run_query(pilot, text: str) -> SearchPane:
 async def test_the_one_app_opens_browses_and_searches_each_source(case, tmp_path):
     source = opened(case, tmp_path / "store")
     try:
-        app = app_for_source(source, embedder=HashEmbedder(8), poll_interval=None)
+        app = make_app(source, embedder=HashEmbedder(8), poll_interval=None)
         assert isinstance(app, MemtuiApp) and app.source is source
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
@@ -123,7 +122,7 @@ async def test_forget_through_the_dialog_removes_the_record_and_audits(kind, now
     path = make(kind, tmp_path / "store")
     source = open_source(path, now=now, clock=fixed_clock, allow_writes=True, operator="tester")
     try:
-        app = app_for_source(source, operator="tester", poll_interval=None)
+        app = make_app(source, operator="tester", poll_interval=None)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             pane = await run_query(pilot, query)
@@ -158,7 +157,7 @@ async def test_forget_through_the_dialog_removes_the_record_and_audits(kind, now
 async def test_native_only_keys_are_not_offered_on_a_foreign_store(tmp_path):
     source = open_source(copy_fixture(TENANT, tmp_path), now=50)
     try:
-        app = app_for_source(source, poll_interval=None)
+        app = make_app(source, poll_interval=None)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
             footer = screen_text(app).splitlines()[-1]
@@ -267,7 +266,7 @@ async def test_live_change_refreshes_counts_and_keeps_the_highlighted_record(tmp
     path = copy_fixture(LANGGRAPH, tmp_path)
     source = open_source(path, now=LG_NOW)
     try:
-        app = app_for_source(source, poll_interval=None)
+        app = make_app(source, poll_interval=None)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             table = app.query_one(RecordTable)
@@ -305,7 +304,7 @@ async def test_live_change_refreshes_counts_and_keeps_the_highlighted_record(tmp
 async def test_embedder_runs_the_vector_lane_on_foreign_vectors(tmp_path):
     source = open_source(copy_fixture(LANGGRAPH_VECTORS, tmp_path), now=LG_NOW)
     try:
-        app = app_for_source(source, embedder=HashEmbedder(8), poll_interval=None)
+        app = make_app(source, embedder=HashEmbedder(8), poll_interval=None)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             pane = await run_query(pilot, "paris trip")
@@ -340,7 +339,7 @@ def test_cli_open_passes_the_embedder_to_the_app(tmp_path, monkeypatch):
 async def test_scope_values_with_their_key_are_read_whole_at_100_columns(tmp_path):
     source = opened(CASES[4], tmp_path / "store")  # Cyber-AutoAgent: target, operation, category
     try:
-        app = app_for_source(source, poll_interval=None)
+        app = make_app(source, poll_interval=None)
         async with app.run_test(size=(100, 40)) as pilot:
             await settle(pilot)
             text = screen_text(app)

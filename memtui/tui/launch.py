@@ -122,10 +122,3 @@ def open_app_source(
         clock=clock,
         **options,
     )
-
-
-def app_for_source(source: MemorySource | MemoryStore, **kwargs: Any) -> Any:
-    """The app for an open source (an open ``MemoryStore`` is taken as a memtui database)."""
-    from memtui.tui.app import make_app
-
-    return make_app(source, **kwargs)

@@ -422,20 +422,22 @@ class SearchPane(Pane):
         worker = get_current_worker()
 
         def reporter(what: str, quiet: float = 0.0) -> Callable[[int, int], None]:
-            started: list[float] = []
-            shown = [0.0]
+            started: float | None = None
+            shown = 0.0
 
             def progress(done: int, total: int) -> None:
                 # Nothing for ``quiet`` seconds; then at most ten steps a second (each
                 # waits for the screen to take it), the start (total 0) and the end.
+                nonlocal started, shown
                 now = time.monotonic()
-                started[:] = started or [now]
-                if worker.is_cancelled or now - started[0] < quiet:
+                if started is None:
+                    started = now
+                if worker.is_cancelled or now - started < quiet:
                     return
-                if 0 < total and done < total and now - shown[0] < 0.1:
+                if 0 < total and done < total and now - shown < 0.1:
                     return
                 if total:
-                    shown[0] = now
+                    shown = now
                 self.app.call_from_thread(
                     self._show_build_progress, generation, (what, done, total)
                 )
