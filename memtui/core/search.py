@@ -15,11 +15,10 @@ import math
 import re
 import secrets
 import sqlite3
-import weakref
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from itertools import islice, repeat
+from itertools import compress, repeat
 from operator import itemgetter, sub, truediv
 from typing import Any
 
@@ -214,7 +213,7 @@ class _VectorMismatch(Exception):
     """A stored vector whose length differs from the query vector's."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _Lane:
     raw: dict[int, float] = field(default_factory=dict)
     normalized: dict[int, float] = field(default_factory=dict)
@@ -222,37 +221,40 @@ class _Lane:
     pool: dict[str, Any] = field(default_factory=dict)
 
 
-def _lane_from_scores(
-    raw: dict[int, float],
+def _lane_from_ranking(
+    ranking: Sequence[tuple[int, float]],
     pool_size: int,
     dates: Mapping[int, tuple[str | None, str | None]] | None = None,
 ) -> _Lane:
-    """A lane from its pool's raw scores, best first: min-max normalized; dates when read."""
-    values = list(raw.values())
-    lane = _Lane(
+    """A lane from its pool, ``(record id, raw score)`` best first: min-max normalized.
+
+    Best first (no score above the one before it), the pool's max is its
+    first score and its min its last: this gives what ``min_max_normalize``
+    gives without a pass to find them. Dates when they were read.
+    """
+    if not ranking:
+        return _Lane(pool={"size": 0, "min": None, "max": None, "limit": pool_size})
+    hi, lo = ranking[0][1], ranking[-1][1]
+    span = hi - lo
+    raw = dict(ranking)
+    if span == 0:
+        normalized = dict.fromkeys(raw, 1.0)
+    else:
+        normalized = {record_id: (score - lo) / span for record_id, score in ranking}
+    return _Lane(
         raw=raw,
-        normalized=dict(zip(raw, min_max_normalize(values), strict=True)),
-        pool={
-            "size": len(values),
-            "min": min(values) if values else None,
-            "max": max(values) if values else None,
-            "limit": pool_size,
-        },
+        normalized=normalized,
+        dates={record_id: dates[record_id] for record_id in raw} if dates else {},
+        pool={"size": len(raw), "min": lo, "max": hi, "limit": pool_size},
     )
-    if dates:
-        lane.dates = {record_id: dates[record_id] for record_id in raw}
-    return lane
 
 
 # ---------------------------------------------------------------- hidden rows
 
 # The rows the live rule leaves out (refuted; expired) are few next to a big
 # match set, and have partial indexes of their own (schema 2). Both lanes take
-# them as id arrays, cached per store until the data changes (the store's
-# change_token), instead of joining every matched row to the records table.
-_HIDDEN: weakref.WeakKeyDictionary[MemoryStore, tuple[tuple[int, int], _Hidden]] = (
-    weakref.WeakKeyDictionary()
-)
+# them as id arrays, kept by the store until the data changes
+# (``MemoryStore.derived``), instead of joining every matched row to the records table.
 _JSON_IDS = "SELECT value FROM json_each(?)"
 _SCOPE_BY_ID_LIMIT = 20_000
 
@@ -293,7 +295,7 @@ class _Hidden:
         self.cut_span = (passed, str(order[cut]) if cut < len(order) else None, cut)
         return cut
 
-    def hidden_among(self, store: MemoryStore, ids: Collection[int]) -> tuple[set[int], set[int]]:
+    def hidden_among(self, store: MemoryStore, ids: Sequence[int]) -> tuple[set[int], set[int]]:
         """Of a few ``ids``: the refuted ones; the expired (now) and not refuted ones.
 
         The answer of ``classify`` for a rare query's handful of ids. Array
@@ -304,8 +306,8 @@ class _Hidden:
         """
         if not ids:
             return set(), set()
-        np = _np()
         if self.by_id is None:
+            np = _np()
             marks = np.zeros(self.rows + 1, dtype=np.uint8)
             rank = np.full(self.rows + 1, -1, dtype=np.int32)
             if self.lowest_id >= 0:
@@ -318,6 +320,7 @@ class _Hidden:
         marks, rank_at = self.by_id
         found = _marked(marks, ids)
         if found is None:  # an id outside the table (a posting with no row): arrays
+            np = _np()
             matched = np.unique(np.fromiter(ids, dtype=np.int64, count=len(ids)))
             refuted_mask, expired_mask = self.classify(store, matched)
             return set(matched[refuted_mask].tolist()), set(matched[expired_mask].tolist())
@@ -404,21 +407,28 @@ def _ids_from(store: MemoryStore, sql: str, params: Sequence[Any] = ()) -> Any:
     return np.fromstring(text, dtype=np.int64, sep=",")
 
 
-def _marked(marks: bytes, ids: Collection[int]) -> list[int] | None:
+def _marked(marks: bytes, ids: Sequence[int]) -> list[int] | None:
     """The ``ids`` whose byte in ``marks`` is set; None when one is outside ``marks``."""
-    if min(ids) < 0 or max(ids) >= len(marks):
-        return None
     if len(ids) == 1:
-        return [i for i in ids if marks[i]]
-    return [i for i, mark in zip(ids, itemgetter(*ids)(marks), strict=True) if mark]
+        only = ids[0]
+        if only < 0 or only >= len(marks):
+            return None
+        return [only] if marks[only] else []
+    if min(ids) < 0:  # would index from the end
+        return None
+    try:
+        flags = itemgetter(*ids)(marks)
+    except IndexError:
+        return None
+    return list(compress(ids, flags)) if any(flags) else []
 
 
 def _hidden_rows(store: MemoryStore) -> _Hidden:
+    return store.derived("hidden rows", _read_hidden_rows)
+
+
+def _read_hidden_rows(store: MemoryStore) -> _Hidden:
     np = _np()
-    key = store.change_token()
-    held = _HIDDEN.get(store)
-    if held is not None and held[0] == key:
-        return held[1]
     refuted = np.sort(
         _ids_from(
             store,
@@ -447,7 +457,6 @@ def _hidden_rows(store: MemoryStore) -> _Hidden:
         rows=max(0, int(top or 0)),
         lowest_id=int(lowest or 0),
     )
-    _HIDDEN[store] = (key, hidden)
     return hidden
 
 
@@ -515,6 +524,12 @@ def _dates(
 
 # ---------------------------------------------------------------- keyword lane
 
+_RANKING = (
+    f"SELECT rowid, -bm25({FTS_TABLE}) AS raw FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? "
+    "ORDER BY raw DESC, rowid LIMIT ?"
+)
+_LISTING = f"SELECT group_concat(rowid) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?"
+
 
 def _keyword_lane(
     store: MemoryStore,
@@ -541,14 +556,13 @@ def _keyword_lane(
     """
     np = _np()
     filters = dict(filters or {})
-    listing = f"SELECT group_concat(rowid) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?"
     first: tuple[int, list[Any]] | None = None
     hidden = _hidden_rows(store)
     if filters:
-        matched = _parse_ids(store.query_tuples(listing, [match], cancelled=cancelled)[0][0])
+        matched = _parse_ids(store.query_tuples(_LISTING, [match], cancelled=cancelled)[0][0])
     else:
         fetch = 2 * pool_size + int(2 * pool_size * hidden.share) + 16
-        early = _EarlyListing(store, listing, match) if hidden.rows >= _PARALLEL_MIN_ROWS else None
+        early = _EarlyListing(store, match) if hidden.rows >= _PARALLEL_MIN_ROWS else None
         rows = _ranked_matches(
             store, match, fetch, when_busy=early.start if early else None, cancelled=cancelled
         )
@@ -558,12 +572,12 @@ def _keyword_lane(
         first = (fetch, rows)
         text = early.result() if early is not None else None
         if text is None:
-            text = store.query_tuples(listing, [match], cancelled=cancelled)[0][0]
+            text = store.query_tuples(_LISTING, [match], cancelled=cancelled)[0][0]
         matched = _parse_ids(text)
     total = len(matched)
     excluded = {"refuted": 0, "expired": 0, "out_of_scope": 0}
     if total == 0:
-        return _lane_from_scores({}, pool_size), excluded, 0
+        return _lane_from_ranking((), pool_size), excluded, 0
     if total > 1 and not bool((matched[1:] > matched[:-1]).all()):
         matched = np.unique(matched)
         total = len(matched)
@@ -578,20 +592,24 @@ def _keyword_lane(
         out[np.flatnonzero(live)[~scope]] = True
     dropped = set(matched[out].tolist()) if out.any() else set()
     lane_rows = _keyword_pool(store, match, pool_size, total, dropped, first, cancelled)
-    return _lane_from_scores(lane_rows, pool_size), excluded, total
+    return _lane_from_ranking(lane_rows, pool_size), excluded, total
 
 
 def _every_match_ranked(
     store: MemoryStore, hidden: _Hidden, rows: list[tuple[Any, ...]], pool_size: int
 ) -> tuple[_Lane, dict[str, int], int]:
-    """The keyword lane when the ranking holds every match (no filters): one statement."""
-    ranking = dict(rows)  # rowid -> raw score, best first
-    refuted, expired = hidden.hidden_among(store, ranking)
+    """The keyword lane when the ranking holds every match (no filters): one statement.
+
+    A rare query's whole lane is this and its one statement, so it makes as
+    few passes over the rows as it can, each in C where it can.
+    """
+    refuted, expired = hidden.hidden_among(store, list(map(itemgetter(0), rows)))
     excluded = {"refuted": len(refuted), "expired": len(expired), "out_of_scope": 0}
-    for record_id in refuted | expired:
-        del ranking[record_id]
-    pool = dict(islice(ranking.items(), pool_size))
-    return _lane_from_scores(pool, pool_size), excluded, len(rows)
+    total = len(rows)
+    if refuted or expired:
+        gone = refuted | expired
+        rows = [row for row in rows if row[0] not in gone]
+    return _lane_from_ranking(rows[:pool_size], pool_size), excluded, total
 
 
 _SIDE_POOL: ThreadPoolExecutor | None = None
@@ -618,13 +636,13 @@ class _EarlyListing:
     that holds every match never pays for it.
     """
 
-    def __init__(self, store: MemoryStore, listing: str, match: str) -> None:
-        self.store, self.listing, self.match = store, listing, match
+    def __init__(self, store: MemoryStore, match: str) -> None:
+        self.store, self.match = store, match
         self.pending: Any = None
 
     def start(self) -> None:
         try:
-            self.pending = _side_pool().submit(self.store.side_query, self.listing, [self.match])
+            self.pending = _side_pool().submit(self.store.side_query, _LISTING, [self.match])
         except RuntimeError:  # the pool is shutting down: the listing runs in line
             self.pending = None
 
@@ -645,8 +663,7 @@ def _ranked_matches(
 ) -> list[tuple[Any, ...]]:
     """The plain top-N query by ``bm25()``, ties by rowid: ``(rowid, raw score = -bm25())``."""
     return store.query_tuples(
-        f"SELECT rowid, -bm25({FTS_TABLE}) AS raw FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ? "
-        "ORDER BY raw DESC, rowid LIMIT ?",
+        _RANKING,
         [match, fetch],
         when_busy=when_busy,
         busy_steps=_STEPS_PER_MATCH * fetch,
@@ -662,8 +679,9 @@ def _keyword_pool(
     dropped: set[int],
     first: tuple[int, list[Any]] | None = None,
     cancelled: Callable[[], bool] | None = None,
-) -> dict[int, float]:
-    """The best ``pool_size`` matches by ``(bm25(), rowid)`` outside ``dropped``: raw scores.
+) -> list[tuple[int, float]]:
+    """The best ``pool_size`` matches by ``(bm25(), rowid)`` outside ``dropped``, best first:
+    ``(record id, raw score)``.
 
     ``first`` is an already fetched ``(N, top-N rows)``. If it comes short
     once the excluded rows are dropped, the ranking is fetched again with
@@ -671,14 +689,14 @@ def _keyword_pool(
     """
     wanted = min(pool_size, total - len(dropped))
     if wanted <= 0:
-        return {}
+        return []
     if first is not None:
         fetch, rows = first
         keep = [r for r in rows if r[0] not in dropped][:wanted]
         if len(keep) >= wanted or len(rows) < fetch:
-            return dict(keep)
+            return keep
     rows = _ranked_matches(store, match, min(total, pool_size + len(dropped)), cancelled=cancelled)
-    return dict([r for r in rows if r[0] not in dropped][:wanted])
+    return [r for r in rows if r[0] not in dropped][:wanted]
 
 
 # ---------------------------------------------------------------- vector lane
@@ -712,12 +730,12 @@ def _vector_lane(
     filters = dict(filters or {})
     cached = vector_cache.load(store, cancelled, progress)
     if cached is None or len(cached) == 0 and not cached.bad:
-        return _lane_from_scores({}, pool_size)
+        return _lane_from_ranking((), pool_size)
     dim = len(query_vector)
     if cached.bad or cached.dim != dim:
         _check_dimensions(store, cached, dim, filters)
     if len(cached) == 0:
-        return _lane_from_scores({}, pool_size)
+        return _lane_from_ranking((), pool_size)
     ids, matrix = cached.ids, cached.matrix
     query64 = np.asarray(query_vector, dtype=np.float64)
     query32 = query64.astype(np.float32)
@@ -739,7 +757,7 @@ def _vector_lane(
     # and the norms, doubled for safety.
     bound = 2.0 * (2 * dim + 16) * 2.0**-24
     best, dates = _best_rows(store, cached, approx, query64, bound, filters, pool_size)
-    return _lane_from_scores(dict(best), pool_size, dates)
+    return _lane_from_ranking(best, pool_size, dates)
 
 
 def _scope_ids(store: MemoryStore, filters: Mapping[str, Any]) -> Any:
@@ -1152,21 +1170,16 @@ def index_averages(store: MemoryStore) -> tuple[int, int]:
     return values[0], (values[1] if len(values) > 1 else 0)
 
 
-# Document frequencies per term, kept until the database changes: explaining
-# several results of one query looks the same terms up again.
-_DF_CACHE: weakref.WeakKeyDictionary[MemoryStore, tuple[tuple[int, int], dict[str, int]]] = (
-    weakref.WeakKeyDictionary()
-)
 _DF_CACHE_TERMS = 4096
 
 
 def _document_frequencies(store: MemoryStore) -> dict[str, int]:
-    key = store.change_token()
-    held = _DF_CACHE.get(store)
-    if held is None or held[0] != key or len(held[1]) > _DF_CACHE_TERMS:
-        held = (key, {})
-        _DF_CACHE[store] = held
-    return held[1]
+    """Document frequencies per term, kept until the database changes: explaining
+    several results of one query looks the same terms up again."""
+    held: dict[str, int] = store.derived("document frequencies", lambda _store: {})
+    if len(held) > _DF_CACHE_TERMS:
+        held.clear()
+    return held
 
 
 def _term_frequency(store: MemoryStore, term: str, record_id: int) -> int:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memtui.core.embed import Embedder
 from memtui.core.operator import resolve_operator
@@ -266,6 +266,7 @@ def audit_hash(prev_hash: str, row: dict[str, Any]) -> str:
 
 
 _PROGRESS_STEPS = 1000  # virtual-machine steps between two calls of a progress handler
+_T = TypeVar("_T")
 
 
 class _StatementWatch:
@@ -326,8 +327,7 @@ class MemoryStore:
         self._side: sqlite3.Connection | None = None
         self._side_lock = threading.Lock()
         self._write_serial = 0
-        self._facet_cache: tuple[Any, dict[str, dict[tuple[str, Any], int]]] | None = None
-        self._tier_cache: tuple[Any, dict[str, int]] | None = None
+        self._derived: dict[str, tuple[tuple[int, int], Any]] = {}
         self._busy_timeout_ms = int(busy_timeout_ms)
         if not fts5_available():
             raise MemoryStoreError(
@@ -652,7 +652,8 @@ class MemoryStore:
 
         Cheap enough to poll, so a view can refresh when a live agent writes.
         """
-        return self.query("PRAGMA data_version")[0][0]
+        with self._lock:
+            return self._conn.execute("PRAGMA data_version").fetchone()[0]
 
     def change_token(self) -> tuple[int, int]:
         """A value that changes whenever the data may have changed.
@@ -777,51 +778,60 @@ class MemoryStore:
             out[tier] = (total, scopes)
         return out
 
+    def derived(self, name: str, build: Callable[[MemoryStore], _T]) -> _T:
+        """``build(self)``, kept under ``name`` until the data changes (``change_token``).
+
+        For what readers compute from the whole database and look up again and
+        again: count totals, the rows the live rule hides, document frequencies.
+        The token is read before the build, so a write during it leaves a value
+        that the next look finds out of date.
+        """
+        token = self.change_token()
+        held = self._derived.get(name)
+        if held is not None and held[0] == token:
+            return held[1]
+        value = build(self)
+        self._derived[name] = (token, value)
+        return value
+
     def clear_count_cache(self) -> None:
         """Forget the cached count totals (the next count scans its indexes again).
 
         Never needed for correctness (the cache is keyed by ``change_token``); the
         benchmarks use it to measure a count as a first look pays for it.
         """
-        with self._lock:
-            self._tier_cache = None
-            self._facet_cache = None
+        for name in ("tier totals", "scope totals"):
+            self._derived.pop(name, None)
 
     def _tier_totals(self) -> dict[str, int]:
-        """Row counts per tier, hidden rows included; cached under ``change_token`` (the
-        live and the all-inclusive counts share one index scan)."""
-        # The token is read before the scan: a write during it leaves a cache that the
-        # next look finds out of date. Each query takes the lock alone, so a page read
-        # (the first screen) can run between the two scans of ``_scope_totals``.
-        token = self.change_token()
-        cached = self._tier_cache
-        if cached is not None and cached[0] == token:
-            return cached[1]
-        totals = dict(self.query("SELECT tier, count(*) FROM records GROUP BY tier"))
-        self._tier_cache = (token, totals)
-        return totals
+        """Row counts per tier, hidden rows included; the live and the all-inclusive
+        counts share one index scan."""
+        return self.derived(
+            "tier totals",
+            lambda store: dict(store.query("SELECT tier, count(*) FROM records GROUP BY tier")),
+        )
 
     def _scope_totals(self) -> dict[str, dict[tuple[str, Any], int]]:
         """Row counts by (tier, profile) and by (tier, engagement), hidden rows included.
 
-        Cached under ``change_token``: a second look (the live view after the
-        all-inclusive one, a filter list, the lanes' choices) costs nothing until
-        the database changes.
+        A second look (the live view after the all-inclusive one, a filter list,
+        the lanes' choices) costs nothing until the database changes. Each query
+        takes the lock alone, so a page read (the first screen) can run between
+        the two scans.
         """
-        token = self.change_token()
-        cached = self._facet_cache
-        if cached is not None and cached[0] == token:
-            return cached[1]
-        totals: dict[str, dict[tuple[str, Any], int]] = {}
-        for key in self.FACET_KEYS:
-            totals[key] = {
-                (tier, value): count
-                for tier, value, count in self.query(
-                    f"SELECT tier, {key}, count(*) FROM records GROUP BY tier, {key}"
-                )
+
+        def build(store: MemoryStore) -> dict[str, dict[tuple[str, Any], int]]:
+            return {
+                key: {
+                    (tier, value): count
+                    for tier, value, count in store.query(
+                        f"SELECT tier, {key}, count(*) FROM records GROUP BY tier, {key}"
+                    )
+                }
+                for key in self.FACET_KEYS
             }
-        self._facet_cache = (token, totals)
-        return totals
+
+        return self.derived("scope totals", build)
 
     def engagements(self) -> list[str]:
         rows = self.query(
