@@ -15,13 +15,14 @@ from conftest import fixed_clock
 from memtui.core import search as search_module
 from memtui.core import store as store_module
 from memtui.core.embed import HashEmbedder
-from memtui.core.records import TIERS
+from memtui.core.records import TIERS, format_timestamp
 from memtui.core.search import (
     _keyword_lane,
     explain_keyword,
     hybrid_search,
     index_tokens,
     match_expression,
+    min_max_normalize,
 )
 from memtui.core.store import SCHEMA_VERSION, MemoryStore, MemoryStoreError, unpack_vector
 
@@ -135,6 +136,11 @@ def test_keyword_lane_equals_the_join_it_replaced(populated, monkeypatch, parall
                     store, match, filters, pool_size
                 )
                 assert list(lane.raw.items()) == [(i, s) for i, s, _c, _e in ranked]
+                scores = list(lane.raw.values())
+                assert list(lane.normalized.values()) == min_max_normalize(scores)
+                assert (lane.pool["min"], lane.pool["max"]) == (
+                    (min(scores), max(scores)) if scores else (None, None)
+                )
                 assert (excluded, matched) == (want_excluded, want_matched), (query, filters)
                 response = hybrid_search(
                     store, query, filters=filters, pool_size=pool_size, keyword_only=True
@@ -392,6 +398,41 @@ def test_the_expiry_cut_is_kept_only_for_its_span(tmp_path):
             ("2026-12-10T00:00:00.000000Z", 4),
         ]:
             assert hidden.expired_before(now) == passed, now
+
+
+def test_the_expiry_cut_follows_the_clock_moment_by_moment(tmp_path):
+    """The cut kept as a span of clock moments gives what the text comparison gives,
+    at each expiry's boundary, past a next expiry in another form, and backwards."""
+    now = [datetime(2026, 12, 3, tzinfo=UTC)]
+    with MemoryStore(tmp_path / "m.db", clock=lambda: now[0]) as store:
+        for day in (2, 4, 6):
+            store.add_record(
+                tier="working",
+                record_type="note",
+                content="tern",
+                expires_at=f"2026-12-0{day}T00:00:00Z",
+            )
+        store.connection.execute(  # as a hand-made file may hold it: it sorts as 20:00
+            "UPDATE records SET expires_at = '2026-12-05T20:00:00-05:00' "
+            "WHERE expires_at LIKE '2026-12-06%'"
+        )
+        hidden = search_module._hidden_rows(store)
+        match = match_expression(["tern"])
+        for moment, passed in [
+            (datetime(2026, 12, 3, tzinfo=UTC), 1),
+            (datetime(2026, 12, 3, 23, 59, 59, 999999, tzinfo=UTC), 1),
+            (datetime(2026, 12, 4, tzinfo=UTC), 2),  # equal to an expiry: passed
+            (datetime(2026, 12, 5, 19, 59, 59, 999999, tzinfo=UTC), 2),
+            (datetime(2026, 12, 5, 20, tzinfo=UTC), 3),  # compared as text, as SQLite does
+            (datetime(2026, 12, 5, 23, tzinfo=UTC), 3),
+            (datetime(2026, 12, 1, tzinfo=UTC), 0),  # the clock went back
+            (datetime(2026, 12, 4, 1, tzinfo=UTC), 2),
+        ]:
+            now[0] = moment
+            assert hidden.expired_now(store) == passed, moment
+            assert hidden.expired_before(format_timestamp(moment)) == passed, moment
+            _lane, excluded, matched = _keyword_lane(store, match, None, 10)
+            assert (excluded["expired"], matched) == (passed, 3), moment
 
 
 def test_the_side_listing_starts_only_for_a_ranking_with_more_matches_than_it_keeps(

@@ -371,3 +371,26 @@ def test_scope_facets_equal_tier_and_scope_counts_and_follow_every_write(sample_
             other.add_record(tier="episodic", record_type="note", content="y", engagement="far")
         assert store.scope_facets(**flags)["episodic"][1]["engagement"]["far"] == 1
         assert store.tier_counts(**flags)["episodic"] == facets["episodic"][0] + 1
+
+
+def test_a_derived_value_is_kept_until_the_data_changes(db_path):
+    """``derived`` builds once per state of the data: this store's writes and
+    another connection's commits each make the next look build again."""
+    builds = []
+
+    def count_notes(store):
+        builds.append(store.query("SELECT count(*) FROM records")[0][0])
+        return builds[-1]
+
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        store.add_record(tier="knowledge", record_type="note", content="first")
+        assert [store.derived("notes", count_notes) for _ in range(3)] == [1, 1, 1]
+        assert builds == [1]
+        store.add_record(tier="knowledge", record_type="note", content="second")
+        assert store.derived("notes", count_notes) == 2
+        with MemoryStore(db_path, clock=fixed_clock) as other:
+            other.add_record(tier="knowledge", record_type="note", content="third")
+        assert store.derived("notes", count_notes) == 3
+        assert store.derived("notes", count_notes) == 3
+        assert builds == [1, 2, 3]
+        assert store.derived("other name", lambda s: "apart") == "apart"

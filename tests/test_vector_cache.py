@@ -10,7 +10,7 @@ from conftest import fixed_clock
 
 from memtui.core import vector_cache
 from memtui.core.embed import HashEmbedder
-from memtui.core.search import _vector_lane, cosine, hybrid_search
+from memtui.core.search import _vector_lane, cosine, hybrid_search, min_max_normalize
 from memtui.core.store import MemoryStore, pack_vector, unpack_vector
 
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
@@ -74,6 +74,10 @@ def test_the_matrix_lane_equals_the_row_by_row_lane(
             lane = _vector_lane(store, vector, filters, pool_size)
             expected = reference_lane(store, vector, filters, pool_size)
             assert list(lane.raw.items()) == expected  # same ids, order and float values
+            scores = list(lane.raw.values())
+            assert list(lane.normalized.values()) == min_max_normalize(scores)
+            if scores:
+                assert (lane.pool["min"], lane.pool["max"]) == (min(scores), max(scores))
         vector_cache.wait_for_writes()  # a big store's file is written in the background
         cached = vector_cache.load(store)
         assert cached.source == ("file" if use_file else "memory")

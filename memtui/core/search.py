@@ -18,12 +18,14 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from itertools import compress, repeat
 from operator import itemgetter, sub, truediv
 from typing import Any
 
 from memtui.core.cancel import stop_if
 from memtui.core.embed import Embedder, EmbedderError, resolve_embedder
+from memtui.core.records import format_timestamp, parse_timestamp
 from memtui.core.store import FTS_TABLE, MemoryStore, MemoryStoreError
 
 DEFAULT_WEIGHTS: dict[str, float] = {"keyword": 0.3, "vector": 0.7}
@@ -279,6 +281,7 @@ class _Hidden:
     rows_in: dict[str, tuple[Any, Any, Any]] = field(default_factory=dict)
     by_id: tuple[bytes, memoryview] | None = None  # see hidden_among
     cut_span: tuple[str, str | None, int] | None = None
+    cut_moments: tuple[datetime, datetime | None, int] | None = None
 
     def expired_before(self, now: str) -> int:
         """How many ``expires_at`` values are ``<= now`` (``expiry_order`` must be text).
@@ -293,6 +296,24 @@ class _Hidden:
         cut = int(_np().searchsorted(order, now, side="right"))
         passed = str(order[cut - 1]) if cut else ""
         self.cut_span = (passed, str(order[cut]) if cut < len(order) else None, cut)
+        return cut
+
+    def expired_now(self, store: MemoryStore) -> int:
+        """``expired_before`` the store's clock now (``expiry_order`` must be text).
+
+        Kept as a span of clock moments too, from the moment it was computed up
+        to the next expiry, so that searches in a row neither format the time
+        nor look it up: timestamps in memtui's form order as the moments they
+        name, and a next expiry in another form keeps no span.
+        """
+        moment = store.now()
+        held = self.cut_moments
+        if held is not None and held[0] <= moment and (held[1] is None or moment < held[1]):
+            return held[2]
+        cut = self.expired_before(format_timestamp(moment))
+        following = self.cut_span[1] if self.cut_span is not None else None
+        until = _moment_of(following) if following is not None else None
+        self.cut_moments = None if following is not None and until is None else (moment, until, cut)
         return cut
 
     def hidden_among(self, store: MemoryStore, ids: Sequence[int]) -> tuple[set[int], set[int]]:
@@ -319,7 +340,7 @@ class _Hidden:
             self.by_id = (marks.tobytes(), memoryview(rank))
         marks, rank_at = self.by_id
         found = _marked(marks, ids)
-        if found is None:  # an id outside the table (a posting with no row): arrays
+        if found is None:  # an id past the table or a flagged negative one (no row): arrays
             np = _np()
             matched = np.unique(np.fromiter(ids, dtype=np.int64, count=len(ids)))
             refuted_mask, expired_mask = self.classify(store, matched)
@@ -330,11 +351,10 @@ class _Hidden:
         expiring = [i for i in found if marks[i] == 2]
         if not expiring:
             return refuted, set()
-        now = store.now_text()
         if self.expiry_order is None:
-            gone = self.expiring_ids[self.expired_flags(store, now)]
+            gone = self.expiring_ids[self.expired_flags(store, store.now_text())]
             return refuted, set(expiring).intersection(gone.tolist())
-        cut = self.expired_before(now)
+        cut = self.expired_now(store)
         return refuted, {i for i in expiring if rank_at[i] < cut}
 
     def expired_flags(self, store: MemoryStore, now: str) -> Any:
@@ -408,19 +428,30 @@ def _ids_from(store: MemoryStore, sql: str, params: Sequence[Any] = ()) -> Any:
 
 
 def _marked(marks: bytes, ids: Sequence[int]) -> list[int] | None:
-    """The ``ids`` whose byte in ``marks`` is set; None when one is outside ``marks``."""
-    if len(ids) == 1:
-        only = ids[0]
-        if only < 0 or only >= len(marks):
-            return None
-        return [only] if marks[only] else []
-    if min(ids) < 0:  # would index from the end
-        return None
+    """The ``ids`` whose byte in ``marks`` is set; None when one is outside ``marks``.
+
+    A negative id reads a byte from the end: harmless when that byte is clear
+    (an id that is not in the table is not hidden either), so only the marked
+    ids are checked for it.
+    """
     try:
-        flags = itemgetter(*ids)(marks)
+        if len(ids) == 1:
+            found = [ids[0]] if marks[ids[0]] else []
+        else:
+            flags = itemgetter(*ids)(marks)
+            found = list(compress(ids, flags)) if any(flags) else []
     except IndexError:
         return None
-    return list(compress(ids, flags)) if any(flags) else []
+    return None if found and min(found) < 0 else found
+
+
+def _moment_of(text: str) -> datetime | None:
+    """The moment a timestamp in memtui's own form names; None for any other text."""
+    try:
+        moment = parse_timestamp(text)
+    except ValueError:
+        return None
+    return moment if format_timestamp(moment) == text else None
 
 
 def _hidden_rows(store: MemoryStore) -> _Hidden:
@@ -607,8 +638,8 @@ def _every_match_ranked(
     excluded = {"refuted": len(refuted), "expired": len(expired), "out_of_scope": 0}
     total = len(rows)
     if refuted or expired:
-        gone = refuted | expired
-        rows = [row for row in rows if row[0] not in gone]
+        gone = refuted | expired  # the pool is the best pool_size of the rest
+        rows = [row for row in rows[: pool_size + len(gone)] if row[0] not in gone]
     return _lane_from_ranking(rows[:pool_size], pool_size), excluded, total
 
 
