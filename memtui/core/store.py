@@ -336,6 +336,9 @@ class MemoryStore:
                 "has FTS5 (python.org and most distribution builds do)"
             )
         self._conn = self._connect(busy_timeout_ms)
+        # Kept for hot reads (query_tuples, data_version): used only under the lock.
+        self._tuples = self._conn.cursor()
+        self._tuples.row_factory = None
         try:
             self._prepare_schema()
             self.embedder: Embedder | None = None
@@ -491,21 +494,16 @@ class MemoryStore:
         needs. When ``cancelled()`` turns true while the statement runs, SQLite
         stops it and ``sqlite3.OperationalError`` ("interrupted") is raised.
         """
-        watched = when_busy is not None or cancelled is not None
         with self._lock:
-            cursor = self._conn.cursor()
-            cursor.row_factory = None
-            if watched:
-                self._conn.set_progress_handler(
-                    _StatementWatch(busy_steps, when_busy, cancelled),
-                    _PROGRESS_STEPS,
-                )
+            if when_busy is None and cancelled is None:
+                return self._tuples.execute(sql, params).fetchall()
+            self._conn.set_progress_handler(
+                _StatementWatch(busy_steps, when_busy, cancelled), _PROGRESS_STEPS
+            )
             try:
-                return cursor.execute(sql, params).fetchall()
+                return self._tuples.execute(sql, params).fetchall()
             finally:
-                if watched:
-                    self._conn.set_progress_handler(None, 0)
-                cursor.close()
+                self._conn.set_progress_handler(None, 0)
 
     def side_query(
         self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
@@ -653,7 +651,7 @@ class MemoryStore:
         Cheap enough to poll, so a view can refresh when a live agent writes.
         """
         with self._lock:
-            return self._conn.execute("PRAGMA data_version").fetchone()[0]
+            return self._tuples.execute("PRAGMA data_version").fetchall()[0][0]
 
     def change_token(self) -> tuple[int, int]:
         """A value that changes whenever the data may have changed.
