@@ -585,8 +585,6 @@ def _keyword_lane(
     Raises ``sqlite3.DatabaseError`` when FTS5 rejects the query or the index,
     and ``sqlite3.OperationalError`` when ``cancelled()`` stops a statement.
     """
-    np = _np()
-    filters = dict(filters or {})
     first: tuple[int, list[Any]] | None = None
     hidden = _hidden_rows(store)
     if filters:
@@ -605,6 +603,7 @@ def _keyword_lane(
         if text is None:
             text = store.query_tuples(_LISTING, [match], cancelled=cancelled)[0][0]
         matched = _parse_ids(text)
+    np = _np()
     total = len(matched)
     excluded = {"refuted": 0, "expired": 0, "out_of_scope": 0}
     if total == 0:
