@@ -691,3 +691,27 @@ async def test_foreign_results_offer_only_what_the_source_can_do(langgraph, monk
         await pilot.press("r")
         await settle(pilot)
         assert asked == []
+
+
+@pytest.mark.parametrize("width", [70, 160])
+async def test_the_status_line_stays_one_line_and_says_what_it_left_out(store, width):
+    """Cut with an ellipsis when the terminal is narrow, never wrapped out of sight."""
+    tactic = store.record_success(
+        profile_hash="a:b:c", tool="t", endpoint="/zebra", param="q", content="zebrafish probe"
+    )
+    store.refute(tactic, reason="wrong", operator="tester")
+    store.add_record(tier="knowledge", record_type="note", content="zebrafish notes")
+    app = make_app(store)
+    async with app.run_test(size=(width, 40)) as pilot:
+        await settle(pilot)
+        await run_query(pilot, "zebrafish")
+        lines = screen_text(app).splitlines()
+        at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("weights"))
+        status = lines[at].rstrip()
+        assert lines[at + 1].lstrip().startswith("╭─ results")  # nothing wrapped below it
+        if width == 160:
+            assert status.endswith(
+                "pools: keyword 1, vector 7 · 1 left out (refuted/expired/out of scope)"
+            )
+        else:
+            assert status.endswith("…") and len(status) <= width

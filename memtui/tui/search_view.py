@@ -763,7 +763,7 @@ class SearchPane(Pane):
             if hidden:
                 flagged = self.source.hidden_state  # refuted, inactive, deleted...
                 why = "expired" if flagged == "expired" else f"{flagged}/expired"
-                out.append(f" · {hidden} {why}/out of scope left out", style="dim")
+                out.append(f" · {hidden} left out ({why}/out of scope)", style="dim")
         else:
             out.append("no search yet", style="dim")
         if self.results_stale and not self.searching:
