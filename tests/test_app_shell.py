@@ -152,6 +152,22 @@ async def test_q_quits(store: MemoryStore):
     assert app.return_code == 0
 
 
+async def test_quitting_as_the_first_page_shows_is_clean(store: MemoryStore, monkeypatch):
+    """A quit that lands between the first page and the mounting of the hidden tabs
+    (a benchmark's pilot does exactly that) ends the app without an error."""
+    app = make_app(store, poll_interval=None, check_on_start=False)
+    mount_tabs = app._first_screen_shown
+
+    async def quit_then_mount_tabs() -> None:
+        app.exit()
+        await mount_tabs()
+
+    monkeypatch.setattr(app, "_first_screen_shown", quit_then_mount_tabs)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause(0.5)
+    assert app.return_code == 0
+
+
 @pytest.mark.parametrize("tab", ["1", "2", "3", "4"])
 async def test_readable_at_80_by_24(store: MemoryStore, tab: str):
     app = make_app(store)

@@ -248,7 +248,10 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             return
         self._panes_state = "mounting"
         for tab, _ in TABS[1:]:
-            await self.query_one(f"#{tab}", TabPane).mount(self._pane(tab))
+            pane = self.query_one(f"#{tab}", TabPane)
+            if not pane.is_attached:  # the app is closing (quit as the first page showed)
+                return
+            await pane.mount(self._pane(tab))
         self._panes_state = "mounted"
         if self.check_on_start and self.native and self.source.path.is_file():
             self._run_check()
