@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.command import CommandPalette
+from textual.widgets import Footer
 
 from memtui.core.store import MemoryStore, MemoryStoreError
 from memtui.tui import launch
@@ -150,6 +151,32 @@ async def test_q_quits(store: MemoryStore):
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
+
+
+async def test_the_footer_rebuilds_once_for_the_binding_changes_of_a_frame(
+    store: MemoryStore, monkeypatch
+):
+    """Several changes of the bindings in one frame (a search makes four or five) cost
+    one rebuild of the footer's keys, which then shows the latest ones."""
+    app = make_app(store, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        rebuilt = []
+        recompose = Footer.recompose
+
+        async def counted(self) -> None:
+            rebuilt.append(self)
+            await recompose(self)
+
+        monkeypatch.setattr(Footer, "recompose", counted)
+        for _ in range(5):
+            app.screen.refresh_bindings()
+        await settle(pilot)
+        assert len(rebuilt) == 1
+        await pilot.press("2")  # the query box takes the focus: its keys replace Browse's
+        await settle(pilot)
+        footer = screen_text(app).splitlines()[-1]
+        assert "Run search" in footer and "Refute" not in footer
 
 
 async def test_quitting_as_the_first_page_shows_is_clean(store: MemoryStore, monkeypatch):

@@ -24,7 +24,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
+from textual.widgets import Input, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
 from memtui.core.secrets import secret_paths
@@ -34,6 +34,7 @@ from memtui.sources.base import ForgetOutcome, MemorySource, SourceRecord
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.browse import BrowsePane, RecordTable
 from memtui.tui.commands import MemtuiCommands
+from memtui.tui.footer import KeysFooter
 from memtui.tui.format import fit, hidden_words, now_label, plural, record_label
 
 if TYPE_CHECKING:  # imported when first used: not needed for the first screen
@@ -173,7 +174,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
                 with TabPane(f"{number} {title}", id=tab):
                     if tab == "browse":  # the others mount once Browse shows its first page
                         yield self._pane(tab)
-        yield Footer()
+        yield KeysFooter()
 
     @staticmethod
     def _pane(tab: str) -> Pane:

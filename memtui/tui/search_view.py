@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Any
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -48,6 +47,8 @@ ID_WIDTH = 7
 """The id column's width: ``#12345``. A foreign store's longer ids widen it, up to
 ``MAX_ID_WIDTH`` (then they are cut in the middle)."""
 MAX_ID_WIDTH = 24
+COLUMNS = ((1, "left"), (3, "right"), (4, "left"), (6, "right"), (2, "left"), (9, "left"))
+"""The result lines' columns before the id: marker, rank, rank change, score, lanes, tier."""
 
 # The native scope keys keep their established widgets: ids, prompts and order
 # (engagement first; the profile fingerprints, long, get the widest box last).
@@ -86,6 +87,23 @@ def display_id(record_id: str, width: int) -> Text:
 def id_width(ids: list[str]) -> int:
     widest = max((len(i) + 1 if i.isdigit() else len(i) for i in ids), default=0)
     return min(max(ID_WIDTH, widest), MAX_ID_WIDTH)
+
+
+def result_line(cells: list[Text], id_width: int, content: Text, style: str = "") -> Text:
+    """One line of the results: ``COLUMNS`` and the id, one space apart, then the content
+    cut with an ellipsis at the list's edge.
+
+    A ``Text``, not a table row: the list renders its lines several times a frame (to
+    measure them, then to draw them), and a table row costs about five times as much.
+    """
+    line = Text(no_wrap=True, overflow="ellipsis", style=style)
+    for cell, (width, justify) in zip(cells, (*COLUMNS, (id_width, "right")), strict=True):
+        cell = cell.copy()
+        cell.align(justify, width)  # type: ignore[arg-type]
+        line.append_text(cell)
+        line.append(" ")
+    line.append_text(content)
+    return line
 
 
 def weights_from_tenths(keyword_tenths: int) -> dict[str, float]:
@@ -241,32 +259,10 @@ class SearchPane(Pane):
             results.pane = self
             yield results
 
-    def _grid(self) -> Table:
-        grid = Table.grid(padding=(0, 1), expand=True)
-        grid.add_column(width=1)
-        grid.add_column(width=3, justify="right")
-        grid.add_column(width=4)
-        grid.add_column(width=6, justify="right")
-        grid.add_column(width=2)
-        grid.add_column(width=9)
-        grid.add_column(width=self.id_width, justify="right", no_wrap=True)
-        grid.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
-        return grid
-
-    def _header(self) -> Table:
-        grid = self._grid()
-        grid.add_row(
-            "",
-            Text("#"),
-            Text("Δ"),
-            Text("score"),
-            Text("KV"),
-            Text("tier"),
-            Text("id"),
-            Text("type · content   (K/V: found by the keyword/vector lane)"),
-            style="bold",
-        )
-        return grid
+    def _header(self) -> Text:
+        cells = [Text(label) for label in ("", "#", "Δ", "score", "KV", "tier", "id")]
+        content = Text("type · content   (K/V: found by the keyword/vector lane)")
+        return result_line(cells, self.id_width, content, style="bold")
 
     @property
     def results(self) -> ResultList:
@@ -612,7 +608,6 @@ class SearchPane(Pane):
     def _prompt(self, result: Any) -> Any:
         assert self.response is not None
         record = self.records.get(result.id)
-        grid = self._grid()
         expanded = result.id in self.expanded
         marker = "▼" if expanded else "▶"
         kind = Text()
@@ -630,7 +625,7 @@ class SearchPane(Pane):
         lanes = Text()
         lanes.append("K" if result.trace["keyword"]["raw"] is not None else "·", KEYWORD_STYLE)
         lanes.append("V" if result.trace["vector"]["raw"] is not None else "·", VECTOR_STYLE)
-        grid.add_row(
+        cells = [
             Text(marker, style="dim"),
             Text(str(result.rank)),
             rank_change(result),
@@ -638,13 +633,13 @@ class SearchPane(Pane):
             lanes,
             kind,
             display_id(result.id, self.id_width),
-            content,
-        )
+        ]
+        line = result_line(cells, self.id_width, content)
         if not expanded:
-            return grid
+            return line
         explanation = self.explanations.get(result.id)
         breakdown = render_breakdown(result, self.response.trace, explanation)
-        return Group(grid, breakdown)
+        return Group(line, breakdown)
 
     def _refresh_option(self, record_id: str) -> None:
         if self.response is None:
