@@ -326,14 +326,29 @@ async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatc
         await pilot.press("enter")
         await pilot.pause()
         results = app.query_one(ResultList)
-        assert results.loading
         assert "searching…" in screen_text(app)
+        assert not results.loading  # the indicator waits: most searches end sooner
+        await pilot.pause(search_view.LOADING_AFTER_SECONDS + 0.1)
+        assert results.loading
         # The native keyword index is always ready: nothing to build.
         assert "building the keyword index" not in screen_text(app)
         release.set()
         await settle(pilot)
         assert not results.loading
         assert "searching…" not in screen_text(app)
+
+
+async def test_a_quick_search_never_shows_the_loading_indicator(store: MemoryStore):
+    shown: list[bool] = []
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        results = app.query_one(ResultList)
+        app.watch(results, "loading", shown.append, init=False)
+        await run_query(pilot, QUERY)
+        await pilot.pause(search_view.LOADING_AFTER_SECONDS + 0.1)
+        assert app.query_one(SearchPane).base is not None
+        assert shown == [] and not results.loading
 
 
 def lane_that_waits_for_cancel(seen: list[str], release: threading.Event):
@@ -538,6 +553,7 @@ async def test_foreign_source_builds_its_index_with_progress_then_results_add_up
             assert total > 0
             text = screen_text(app)
             assert f"building the keyword index: {done}/{total}" in text
+            await pilot.pause(search_view.LOADING_AFTER_SECONDS + 0.1)
             assert app.query_one(ResultList).loading
         finally:
             release.set()

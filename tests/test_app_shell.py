@@ -98,7 +98,7 @@ async def test_footer_shows_the_keys_of_the_focused_widget(store: MemoryStore):
         assert "Refute" in footer and "Forget" in footer and "Show hidden" in footer
         assert "Forget engagement" not in footer
         app.query_one(ScopeTree).focus()
-        await pilot.pause()
+        await settle(pilot)  # the footer follows a frame after the focus
         footer = screen_text(app).splitlines()[-1]
         assert "Refute" not in footer and "Show hidden" in footer
         await pilot.press("slash")

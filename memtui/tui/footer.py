@@ -1,4 +1,4 @@
-"""The key footer, rebuilt once per frame however many binding changes it hears of."""
+"""The key footer: rebuilt once for the binding changes of a frame, after that frame."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ class KeysFooter(Footer):
     even several in one frame; a search changes them four or five times within a
     frame or two (the query box loses focus, the results gain it, the escape key is
     shown and then hidden again), and each rebuild mounts and styles a dozen widgets.
-    This one passes the first change of a frame on after that frame's refresh and
-    drops the others of the same frame: the keys it then shows are the latest."""
+
+    This one hears the first change of a frame, lets that frame be drawn (the results
+    the operator waits for), and then has Textual rebuild it once, with the keys as
+    they are by then; the other changes of that frame add nothing.
+    """
 
     _change_pending = False
 
