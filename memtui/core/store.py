@@ -336,7 +336,7 @@ class MemoryStore:
                 "has FTS5 (python.org and most distribution builds do)"
             )
         self._conn = self._connect(busy_timeout_ms)
-        # Kept for hot reads (query_tuples, data_version): used only under the lock.
+        # Kept for query_tuples, the hot reads: used only under the lock, one read at a time.
         self._tuples = self._conn.cursor()
         self._tuples.row_factory = None
         try:
@@ -492,7 +492,8 @@ class MemoryStore:
         statement has run ``busy_steps`` virtual-machine steps (counted in
         thousands): so that a reader can start work that only a long statement
         needs. When ``cancelled()`` turns true while the statement runs, SQLite
-        stops it and ``sqlite3.OperationalError`` ("interrupted") is raised.
+        stops it and ``sqlite3.OperationalError`` ("interrupted") is raised. Both
+        run inside the statement, so neither may read through this store.
         """
         with self._lock:
             if when_busy is None and cancelled is None:
@@ -651,7 +652,7 @@ class MemoryStore:
         Cheap enough to poll, so a view can refresh when a live agent writes.
         """
         with self._lock:
-            return self._tuples.execute("PRAGMA data_version").fetchall()[0][0]
+            return self._conn.execute("PRAGMA data_version").fetchall()[0][0]
 
     def change_token(self) -> tuple[int, int]:
         """A value that changes whenever the data may have changed.

@@ -37,13 +37,13 @@ from memtui.tui.format import fit, plural
 RESULT_LIMIT = 20
 KEYWORD_INDEX = "the keyword index"
 QUIET_BUILD_SECONDS = 0.3
+"""A vector cache build shorter than this is not on the status line (a small store's
+takes milliseconds; a million vectors take seconds)."""
 LOADING_AFTER_SECONDS = 0.25
 """The results show a loading indicator once a search has run this long: most searches
 end sooner, and mounting the indicator and taking it away again costs them frames
 (about a third of what a search takes on screen); the status line says "searching…"
 from the start."""
-"""A vector cache build shorter than this is not on the status line (a small store's
-takes milliseconds; a million vectors take seconds)."""
 COMPACT_BELOW_HEIGHT = 32
 """On shorter terminals the query box and filters lose their borders (one line, not three)."""
 STEP = 1  # tenths of weight moved by [ and ]
