@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from memtui.core.store import MemoryStore
@@ -73,7 +73,8 @@ async def _drive(store: MemoryStore, embedder: Any, queries: list[str], repeats:
             await _until(app, lambda: pane.base is not before and not pane.searching)
             return time.perf_counter() - start
 
-        async def expand_first_keyword_result(text: str) -> float | None:
+        async def expand_first_keyword_result() -> tuple[float, str] | None:
+            """Seconds to expand the first result the keyword lane found, and its id."""
             response = pane.response
             if response is None:
                 return None
@@ -92,34 +93,31 @@ async def _drive(store: MemoryStore, embedder: Any, queries: list[str], repeats:
             took = time.perf_counter() - start
             await pilot.press("enter")  # collapse it again
             await pilot.pause()
-            out.setdefault("explained", []).append((text, record_id))
-            return took
+            return took, record_id
 
         await search(queries[0])  # warm-up: the vector cache is mapped here
         for repeat in range(repeats):
             for text in queries:
-                timed: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-                    ("search", lambda text=text: search(text)),
-                    ("search_base", lambda text=text: _timed_call(worker_search, text)),
-                ]
-                for key, run in timed if repeat % 2 == 0 else reversed(timed):
-                    out[key].append(await run() * 1000)
+                if repeat % 2:  # which of the two goes first alternates
+                    out["search_base"].append(_ms(worker_search, text))
+                out["search"].append(await search(text) * 1000)
+                if not repeat % 2:
+                    out["search_base"].append(_ms(worker_search, text))
                 shown.append(len(pane.response.results) if pane.response else 0)
-                took = await expand_first_keyword_result(text)
-                if took is not None:
-                    record_id = out["explained"][-1][1]
+                expanded = await expand_first_keyword_result()
+                if expanded is not None:
+                    took, record_id = expanded
                     out["breakdown"].append(took * 1000)
-                    base = await _timed_call(source.explain, text, record_id)
-                    out["breakdown_base"].append(base * 1000)
+                    out["breakdown_base"].append(_ms(source.explain, text, record_id))
         await pilot.press("q")
     out["results_shown"] = shown
     return out
 
 
-async def _timed_call(fn: Callable[..., Any], *args: Any) -> float:
+def _ms(fn: Callable[..., Any], *args: Any) -> float:
     start = time.perf_counter()
     fn(*args)
-    return time.perf_counter() - start
+    return (time.perf_counter() - start) * 1000
 
 
 def measure(store: MemoryStore, embedder: Any, queries: list[str], repeats: int) -> dict:

@@ -61,6 +61,14 @@ def langgraph(tmp_path: Path):
         source.close()
 
 
+async def start_query(pilot, text: str) -> None:
+    """Put ``text`` in the query box and press enter, without waiting for the search."""
+    await pilot.press("slash")
+    await settle(pilot)
+    pilot.app.query_one("#query", Input).value = text
+    await pilot.press("enter")
+
+
 async def run_query(pilot, text: str) -> None:
     await pilot.press("slash")
     await settle(pilot)
@@ -320,10 +328,7 @@ async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatc
     monkeypatch.setattr(app.source, "search", slow)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash")
-        await settle(pilot)
-        app.query_one("#query", Input).value = QUERY
-        await pilot.press("enter")
+        await start_query(pilot, QUERY)
         await pilot.pause()
         results = app.query_one(ResultList)
         assert "searching…" in screen_text(app)
@@ -374,9 +379,7 @@ async def test_escape_stops_a_running_search(store: MemoryStore, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash")
-        app.query_one("#query", Input).value = QUERY
-        await pilot.press("enter")
+        await start_query(pilot, QUERY)
         await wait_for(pilot, lambda: bool(seen))
         pane = app.query_one(SearchPane)
         assert pane.searching and "(esc stops it)" in screen_text(app)
@@ -413,9 +416,7 @@ async def test_a_new_search_cancels_the_one_still_running(store: MemoryStore, mo
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash")
-        app.query_one("#query", Input).value = "never finishes"
-        await pilot.press("enter")
+        await start_query(pilot, "never finishes")
         await wait_for(pilot, lambda: bool(seen))
         app.query_one("#query", Input).value = QUERY
         await pilot.press("enter")
@@ -443,9 +444,7 @@ async def test_the_first_vector_search_shows_the_vector_cache_build(store, monke
     monkeypatch.setattr(app.source, "search", search)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash")
-        app.query_one("#query", Input).value = QUERY
-        await pilot.press("enter")
+        await start_query(pilot, QUERY)
         try:
             await wait_for(pilot, paused.is_set)
             await pilot.pause()
@@ -542,10 +541,7 @@ async def test_foreign_source_builds_its_index_with_progress_then_results_add_up
     app = make_app(langgraph)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash")
-        await settle(pilot)
-        app.query_one("#query", Input).value = "paris trip"
-        await pilot.press("enter")
+        await start_query(pilot, "paris trip")
         try:
             await wait_for(pilot, paused.is_set)
             await pilot.pause()
@@ -602,9 +598,7 @@ async def test_escape_during_a_foreign_index_build_says_the_build_goes_on(langgr
     app = make_app(langgraph)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash")
-        app.query_one("#query", Input).value = "paris trip"
-        await pilot.press("enter")
+        await start_query(pilot, "paris trip")
         try:
             await wait_for(pilot, held.paused.is_set)
             await pilot.pause()
