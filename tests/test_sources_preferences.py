@@ -90,6 +90,9 @@ def test_forget_applies_the_stores_rule_in_one_transaction(prefs):
         assert source.search("casual").results[0].id == "pref:2"
         events = source.audit_events()
         assert [e["action"] for e in events] == ["forget", "forget-intent"]
+        # The work result quotes part of the value, not the value: nothing quotes it.
+        assert outcome.checks["no_work_quotes_value"] and outcome.checks["bytes_gone"]
+        assert events[0]["details"]["work_rows_quoting_value"] == 0
         assert events[0]["details"]["versions_deleted"] == 2
         assert events[0]["details"]["session_revision"] == 4
         assert CANARY2 not in json.dumps(events) and "allergic" not in json.dumps(events)
@@ -141,6 +144,93 @@ def test_cli_forget_needs_allow_writes_then_follows_the_rule(prefs):
         main, ["forget", str(prefs), "pref:4", "--reason", "asked", "--yes", "--allow-writes"]
     )
     assert done.exit_code == 0, done.output
-    assert "forgot record #pref:4 and pref:3: erasure verified" in done.output
+    assert "forgot record pref:4 and pref:3: erasure verified" in done.output
     listed = runner.invoke(main, ["records", str(prefs), "--json"])
     assert CANARY2 not in listed.output and "pref:2" in listed.output
+
+
+def quote_in_work(path, session, text):
+    """A work row in ``session`` whose result quotes ``text``; its id."""
+    conn = sqlite3.connect(path)
+    try:
+        with conn:
+            revision = conn.execute(
+                "SELECT revision FROM assistant_memory_revisions WHERE session = ?", (session,)
+            ).fetchone()[0]
+            return conn.execute(
+                "INSERT INTO assistant_work (origin, session, prompt, result, status, created, "
+                "context_revision) VALUES ('chat', ?, 'plan the picnic', ?, 'done', 1796040900, ?)",
+                (session, f"Noted: {text}, so we stay indoors", revision),
+            ).lastrowid
+    finally:
+        conn.close()
+
+
+def test_a_value_quoted_by_eligible_work_elsewhere_is_not_reported_erased(prefs):
+    value = "allergic to qwphlumbix pollen"
+    assert quote_in_work(prefs, "s-beta", value) == 5
+    with open_source(prefs, allow_writes=True, operator="ana") as source:
+        outcome = source.forget("pref:4", reason="the user asked us to forget it")
+        # The preference is gone by the store's rule, but its value is still on file and
+        # still reaches future context through s-beta's work: no claim of erasure.
+        assert outcome.removed == ("pref:3", "pref:4")
+        assert not outcome.verified
+        assert outcome.checks["bytes_gone"] is False
+        assert outcome.checks["no_work_quotes_value"] is False
+        assert outcome.checks["value_out_of_future_context"] is False
+        assert outcome.checks["versions_gone"] is True
+        assert "1 work row still quotes the forgotten value" in outcome.problem
+        assert "work:5 (session 's-beta', still eligible for future context)" in outcome.problem
+        assert "the store's rule keeps work results" in outcome.problem
+        assert value not in outcome.problem
+        # The honest statement matches what a search still finds.
+        assert [r.id for r in source.search(CANARY2).results] == ["work:5"]
+        event = source.audit_events()[0]
+        assert event["details"]["verified"] is False
+        assert event["details"]["work_rows_quoting_value"] == 1
+        assert event["details"]["work_quoting_value"] == [
+            {"id": "work:5", "session": "s-beta", "eligible_for_future_context": True}
+        ]
+        assert CANARY2 not in json.dumps(event)
+
+
+def test_a_value_quoted_by_work_that_left_future_context_is_still_on_file(prefs):
+    """Same-session work leaves future context with the revision, but keeps the value."""
+    quote_in_work(prefs, "s-alpha", "allergic to qwphlumbix pollen")
+    with open_source(prefs, allow_writes=True) as source:
+        outcome = source.forget("pref:4", reason="asked")
+        assert not outcome.verified
+        assert outcome.checks["value_out_of_future_context"] is True
+        assert outcome.checks["no_work_quotes_value"] is False
+        assert "work:5 (session 's-alpha', no longer eligible for future context)" in (
+            outcome.problem
+        )
+        assert source.get("work:5").state == "inactive"
+        assert source.search(CANARY2).results == []  # out of the default (eligible) view
+        assert [r.id for r in source.search(CANARY2, filters={"tier": "work"}).results] == []
+
+
+def test_cli_says_which_work_still_quotes_the_value(prefs):
+    quote_in_work(prefs, "s-beta", "allergic to qwphlumbix pollen")
+    done = CliRunner().invoke(
+        main, ["forget", str(prefs), "pref:4", "--reason", "asked", "--yes", "--allow-writes"]
+    )
+    assert done.exit_code == 3, done.output
+    assert "forgot record pref:4 and pref:3: erasure NOT verified" in done.output
+    assert "work:5 (session 's-beta', still eligible for future context)" in done.output
+    assert "erasure verified" not in done.output
+    assert "allergic" not in done.output
+
+
+def test_a_quote_is_the_value_as_a_whole_phrase(prefs):
+    """'English' is quoted by 'Translated into English'; 'French' is not by 'Frenchman'."""
+    quote_in_work(prefs, "s-beta", "a Frenchman joins")
+    with open_source(prefs, allow_writes=True) as source:
+        outcome = source.forget("pref:7", reason="asked")  # language: French, then English
+        assert outcome.removed == ("pref:6", "pref:7")
+        assert not outcome.verified
+        event = source.audit_events()[0]
+        assert event["details"]["work_quoting_value"] == [
+            {"id": "work:3", "session": "s-beta", "eligible_for_future_context": False}
+        ]
+        assert "1 work row still quotes" in outcome.problem

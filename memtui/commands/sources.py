@@ -189,15 +189,34 @@ def forget(
             assume_yes,
         )
         outcome = source.forget(record_id, reason=reason, operator=operator)
-    status = "erasure verified" if outcome.verified else f"erasure NOT verified ({outcome.problem})"
+    status = _erasure_status(outcome.verified, outcome.problem)
     events = f"audit event #{outcome.event_id}"
     if outcome.intent_event_id is not None:
         events = f"audit events #{outcome.intent_event_id} intent, #{outcome.event_id} outcome"
     removed = [i for i in outcome.removed if i != outcome.record_id]
-    extra = f" and {', '.join(removed)}" if removed else ""
-    click.echo(f"forgot record #{escape_controls(outcome.record_id)}{extra}: {status} ({events})")
+    extra = f" and {', '.join(escape_controls(i) for i in removed)}" if removed else ""
+    click.echo(f"forgot record {_record_label(outcome.record_id)}{extra}: {status} ({events})")
     if not outcome.verified:
         sys.exit(3)
+
+
+def _record_label(record_id: str) -> str:
+    """``#12`` for a memtui database's whole-number id; any other store's id as it is
+    (as the app shows them)."""
+    shown = escape_controls(str(record_id))
+    return f"#{shown}" if shown.isdigit() else shown
+
+
+_NOT_VERIFIED = "erasure not verified: "
+
+
+def _erasure_status(verified: bool, problem: str | None) -> str:
+    if verified:
+        return "erasure verified"
+    detail = problem or "see the audit log"
+    if detail.startswith(_NOT_VERIFIED):  # the problem says it already: say it once
+        detail = detail[len(_NOT_VERIFIED) :]
+    return f"erasure NOT verified ({escape_controls(detail)})"
 
 
 def _store_and_id(args: tuple[str, ...], qdrant: dict[str, Any]) -> tuple[Path | None, str]:
@@ -493,7 +512,7 @@ def forget_gaps(
             return
         confirm_or_abort(preview["question"], assume_yes)
         outcome = clear(reason=reason, operator=operator)
-    status = "erasure verified" if outcome.verified else f"erasure NOT verified ({outcome.problem})"
+    status = _erasure_status(outcome.verified, outcome.problem)
     click.echo(
         f"{outcome.done}: {status} "
         f"(audit events #{outcome.intent_event_id} intent, #{outcome.event_id} outcome)"

@@ -53,12 +53,14 @@ CHECKPOINT_RETRIES = 10
 @dataclass
 class Erasure:
     """What one erasure did in a foreign store: its checks (all must hold), counts for
-    the audit event (never a value), and the ids whose cached copy goes or changes."""
+    the audit event (never a value), the ids whose cached copy goes or changes, and a
+    ``note`` saying in words why a check failed (never a value)."""
 
     checks: dict[str, bool]
     details: dict[str, Any] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     touched: list[str] = field(default_factory=list)
+    note: str | None = None
 
     @property
     def verified(self) -> bool:
@@ -67,7 +69,10 @@ class Erasure:
     @property
     def problem(self) -> str | None:
         failed = sorted(k for k, v in self.checks.items() if not v)
-        return f"erasure not verified: {', '.join(failed)}" if failed else None
+        if not failed:
+            return None
+        text = f"erasure not verified: {', '.join(failed)}"
+        return f"{text}; {self.note}" if self.note else text
 
 
 @dataclass(frozen=True)
@@ -417,7 +422,8 @@ class ForeignSqliteSource(MemorySource):
         Returns ``removed`` (source ids gone), ``touched`` (ids whose state
         changed), ``checks`` (SQL checks that the data is gone), ``probes``
         (byte strings of the forgotten values, to look for in the file) and
-        ``details`` (counts for the audit event: never a value).
+        ``details`` (counts for the audit event: never a value); optionally
+        ``note``, why a check fails, in words (never a value).
         """
 
     def forget(self, record_id: str, *, reason: str, operator: str | None = None) -> ForgetOutcome:
@@ -439,6 +445,7 @@ class ForeignSqliteSource(MemorySource):
                 details={"removed": removed, **applied.get("details", {}), **purge_details},
                 removed=removed,
                 touched=list(applied.get("touched", [])),
+                note=applied.get("note"),
             )
 
         intent, event, done = self._audited_erasure(

@@ -25,6 +25,7 @@ session, prompt, result, status, created, context_revision)``;
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -341,22 +342,11 @@ class PreferenceSource(UnionViewSource):
             is None
         )
         values = sorted({str(v[1]) for v in versions})
-        # A value quoted by past work stays in the file with that work (the
-        # store's rule keeps work results; they leave future context instead):
-        # look for the bytes only of values nothing else quotes.
-        probes: list[bytes] = []
-        kept_quotes = 0
-        for value in values:
-            quoted = 0
-            if self._has_work():
-                quoted = conn.execute(
-                    "SELECT count(*) FROM assistant_work WHERE instr(prompt, ?) > 0 "
-                    "OR instr(coalesce(result, ''), ?) > 0",
-                    (value, value),
-                ).fetchone()[0]
-            kept_quotes += quoted
-            if not quoted:
-                probes.append(value.encode("utf-8"))
+        # The store's rule keeps work results: a result that quotes the value keeps it
+        # on file, and in future context while its session's revision has not moved
+        # on (the rule advances only this session's). Name those rows; never claim an
+        # erasure they contradict.
+        quoting = self._work_quoting(values)
         work_ids = (
             [
                 f"work:{r[0]}"
@@ -369,12 +359,84 @@ class PreferenceSource(UnionViewSource):
         )
         return {
             "removed": [f"pref:{v[0]}" for v in versions],
-            "touched": work_ids,
-            "checks": {"versions_gone": gone},
-            "probes": probes,
+            "touched": sorted({*work_ids, *(q[0] for q in quoting)}, key=_id_order),
+            "checks": {
+                "versions_gone": gone,
+                "no_work_quotes_value": not quoting,
+                "value_out_of_future_context": not any(q[2] for q in quoting),
+            },
+            "probes": [v.encode("utf-8") for v in values],
+            "note": _quoting_note(quoting) if quoting else None,
             "details": {
                 "versions_deleted": len(versions),
                 "session_revision": revision,
-                "work_rows_quoting_value": kept_quotes,
+                "work_rows_quoting_value": len(quoting),
+                "work_quoting_value": [
+                    {"id": rid, "session": sess, "eligible_for_future_context": eligible}
+                    for rid, sess, eligible in quoting[:QUOTING_LISTED]
+                ],
             },
         }
+
+    def _work_quoting(self, values: list[str]) -> list[tuple[str, str, bool]]:
+        """Work rows (any session) whose prompt or result quotes one of ``values``
+        word for word: ``(id, session, eligible for future context)``, by id."""
+        values = [v for v in values if v.strip()]
+        if not self._has_work() or not values:
+            return []
+        quotes = " OR ".join(
+            "instr(w.prompt, ?) > 0 OR instr(coalesce(w.result, ''), ?) > 0" for _ in values
+        )
+        rows = self._conn.execute(
+            "SELECT w.id, w.session, w.context_revision = coalesce(r.revision, 0), w.prompt, "
+            "w.result FROM assistant_work AS w "
+            "LEFT JOIN assistant_memory_revisions AS r ON r.session = w.session "
+            f"WHERE {quotes} ORDER BY w.id",
+            [v for v in values for _ in (0, 1)],
+        ).fetchall()
+        # instr finds the text anywhere; a quote is the value as a whole phrase
+        # ("no" in "notes" is not one).
+        patterns = [_quote_pattern(v) for v in values]
+        return [
+            (f"work:{r[0]}", str(r[1]), bool(r[2]))
+            for r in rows
+            if any(p.search(str(text)) for p in patterns for text in (r[3], r[4]) if text)
+        ]
+
+
+QUOTING_LISTED = 50
+"""The audit event lists at most this many of the work rows that quote a forgotten value
+(it counts them all); the outcome's note names the first ``QUOTING_NAMED``."""
+QUOTING_NAMED = 5
+
+
+def _quote_pattern(value: str) -> re.Pattern[str]:
+    start = r"(?<!\w)" if re.match(r"\w", value) else ""
+    end = r"(?!\w)" if re.search(r"\w$", value) else ""
+    return re.compile(start + re.escape(value) + end)
+
+
+def _id_order(record_id: str) -> tuple[int, int]:
+    prefix, _, number = record_id.partition(":")
+    return _PARTS.get(prefix, 9), int(number) if number.isdigit() else 0
+
+
+def _quoting_note(quoting: list[tuple[str, str, bool]]) -> str:
+    """In words, never the value: which work rows still quote it, and the store's rule."""
+    named = ", ".join(
+        f"{rid} (session {session!r}, "
+        f"{'still eligible' if eligible else 'no longer eligible'} for future context)"
+        for rid, session, eligible in quoting[:QUOTING_NAMED]
+    )
+    more = len(quoting) - QUOTING_NAMED
+    if more > 0:
+        eligible = sum(1 for q in quoting if q[2])
+        named += f" and {more} more ({eligible} of all {len(quoting)} still eligible)"
+    rows = (
+        "1 work row still quotes" if len(quoting) == 1 else f"{len(quoting)} work rows still quote"
+    )
+    return (
+        f"{rows} the forgotten value: {named}; the store's rule keeps work results (they "
+        "leave future context only when their own session's revision advances), so the "
+        "value stays on file"
+    )
