@@ -161,9 +161,26 @@ def forget_scope(
         click.echo(f"engagement {name!r}: {total} records ({', '.join(parts)})")
         confirm_or_abort(f"Forget all {total} records? This cannot be undone", assume_yes)
         count = source.forget_scope(engagement=engagement, reason=reason, operator=operator)
-        event = source.audit_head()
-    number = event["id"] if event else "?"
-    click.echo(f"forgot {count} records of engagement {name!r} (audit event #{number})")
+        # A memtui database returns a ScopeForgetResult: the count, how erasure went and
+        # its audit events. Any other result names no event: find the forget-scope one.
+        event_id = getattr(count, "event_id", None)
+        if event_id is None:
+            found = [e for e in source.audit_events(limit=10) if e["action"] == "forget-scope"]
+            event_id = found[0]["id"] if found else "?"
+    if getattr(count, "verified", None) is None:
+        verified, problem = False, "this store does not report it"
+    else:
+        verified, problem = count.verified, count.problem or "see the audit log"
+    incomplete = getattr(count, "incomplete_event_id", None)
+    status = (
+        "erasure verified" if verified else f"erasure NOT verified ({escape_controls(problem)})"
+    )
+    events = f"audit event #{event_id}"
+    if incomplete is not None:
+        events = f"audit events #{event_id} forget-scope, #{incomplete} erasure-incomplete"
+    click.echo(f"forgot {int(count)} records of engagement {name!r}: {status} ({events})")
+    if not verified:
+        sys.exit(3)
 
 
 def sample_corpus_path() -> Path:

@@ -168,3 +168,56 @@ def test_demo_summary_builds_the_sample(runner, tmp_path):
     result = runner.invoke(main, ["demo", "--summary", "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert "engagements: acme-2026-q4, globex-retest" in result.output
+
+
+def test_forget_scope_says_when_erasure_is_not_verified(runner, cli_db, monkeypatch):
+    import sqlite3
+
+    from memtui.core import store as store_module
+
+    monkeypatch.setattr(store_module, "CHECKPOINT_RETRIES", 2)
+    monkeypatch.setattr(store_module, "CHECKPOINT_RETRY_DELAY", 0.001)
+    reader = sqlite3.connect(cli_db)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM records").fetchone()
+    try:
+        result = runner.invoke(
+            main,
+            [
+                "forget-scope",
+                str(cli_db),
+                "--engagement",
+                "globex-retest",
+                "--reason",
+                "r",
+                "--yes",
+            ],
+        )
+    finally:
+        reader.rollback()
+        reader.close()
+    assert result.exit_code == 3, result.output
+    assert "Traceback" not in result.output
+    audit = json.loads(runner.invoke(main, ["audit", str(cli_db), "--json"]).output)
+    assert [e["action"] for e in audit[:2]] == ["erasure-incomplete", "forget-scope"]
+    scope_event, incomplete_event = audit[1]["id"], audit[0]["id"]
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("forgot 15 records of engagement 'globex-retest': erasure NOT verified")
+    assert "another connection holds a read transaction" in last
+    assert (
+        f"audit events #{scope_event} forget-scope, #{incomplete_event} erasure-incomplete" in last
+    )
+
+
+def test_forget_scope_names_its_own_audit_event(runner, cli_db):
+    result = runner.invoke(
+        main,
+        ["forget-scope", str(cli_db), "--engagement", "globex-retest", "--reason", "r", "--yes"],
+    )
+    assert result.exit_code == 0, result.output
+    audit = json.loads(runner.invoke(main, ["audit", str(cli_db), "--json"]).output)
+    assert audit[0]["action"] == "forget-scope"
+    assert result.output.strip().splitlines()[-1] == (
+        f"forgot 15 records of engagement 'globex-retest': erasure verified "
+        f"(audit event #{audit[0]['id']})"
+    )

@@ -193,3 +193,35 @@ def test_forgetting_a_missing_id_is_an_error_and_writes_nothing(store):
     with pytest.raises(MemoryStoreError, match="reason is required"):
         store.forget(1, reason="")
     assert store.audit_events() == []
+
+
+def test_forget_scope_reports_unverified_when_a_reader_pins_the_wal(db_path, monkeypatch):
+    from memtui.core import store as store_module
+
+    monkeypatch.setattr(store_module, "CHECKPOINT_RETRIES", 2)
+    monkeypatch.setattr(store_module, "CHECKPOINT_RETRY_DELAY", 0.001)
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        _populate(store, 20)
+        reader = sqlite3.connect(db_path)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM records").fetchone()
+        try:
+            result = store.forget_scope(engagement="acme", reason="contract ended")
+        finally:
+            reader.rollback()
+            reader.close()
+        events = store.audit_events()
+        assert [e["action"] for e in events] == ["erasure-incomplete", "forget-scope"]
+        # Still the count (the API), and it says what did not happen.
+        assert result == 10 and int(result) == 10 and result + 0 == 10
+        assert result.verified is False
+        assert result.problem.startswith("another connection holds a read transaction")
+        assert result.event_id == events[1]["id"]
+        assert result.incomplete_event_id == events[0]["id"]
+        assert events[0]["details"]["forget_event"] == result.event_id
+        assert result.checks == events[1]["details"]["erasure"]
+        assert store.checkpoint() is True
+        done = store.forget_scope(engagement="globex", reason="contract ended")
+        assert done == 10 and done.verified is True and done.problem is None
+        assert done.incomplete_event_id is None
+        assert done.event_id == store.audit_events()[0]["id"]

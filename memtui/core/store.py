@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -56,6 +57,61 @@ Progress = Callable[[int, int], None]
 
 class MemoryStoreError(Exception):
     """A refused or impossible store operation, with a message meant for the operator."""
+
+
+class ScopeForgetResult(int):
+    """What ``forget_scope`` returns: the number of records forgotten, as an ``int``.
+
+    It compares, adds and prints as that count, and also says how the erasure
+    went, as ``forget``'s return value does for one record:
+
+    - ``verified``: the records are gone from the table, the full-text index
+      and the vectors, and the WAL was truncated (design.md section 3);
+    - ``event_id``: the ``forget-scope`` audit event;
+    - ``problem``: why erasure is not verified (None when it is);
+    - ``incomplete_event_id``: the ``erasure-incomplete`` audit event written
+      when the WAL could not be truncated (None otherwise);
+    - ``checks``: the erasure checks recorded in the audit event.
+    """
+
+    verified: bool
+    event_id: int
+    problem: str | None
+    incomplete_event_id: int | None
+    checks: dict[str, bool]
+
+    def __new__(
+        cls,
+        count: int,
+        *,
+        verified: bool,
+        event_id: int,
+        problem: str | None = None,
+        incomplete_event_id: int | None = None,
+        checks: dict[str, bool] | None = None,
+    ) -> ScopeForgetResult:
+        result = super().__new__(cls, count)
+        result.verified = verified
+        result.event_id = event_id
+        result.problem = problem
+        result.incomplete_event_id = incomplete_event_id
+        result.checks = dict(checks or {})
+        return result
+
+    def __repr__(self) -> str:
+        return (
+            f"ScopeForgetResult({int(self)}, verified={self.verified}, "
+            f"event_id={self.event_id}, problem={self.problem!r})"
+        )
+
+
+@dataclass(frozen=True)
+class _Finish:
+    """How ``_finish_erasure`` ended: verified, and if not why, with its audit event."""
+
+    verified: bool
+    problem: str | None = None
+    incomplete_event_id: int | None = None
 
 
 _MIGRATIONS: tuple[str, ...] = (
@@ -1630,9 +1686,9 @@ class MemoryStore:
                     details={"count": 1, "erasure": checks},
                 )
             self._carry_vector_cache(erasure)
-        verified = self._finish_erasure(event_id, [record.id], checks, operator)
+        finish = self._finish_erasure(event_id, [record.id], checks, operator)
         self._empty_vector_trash()
-        return verified
+        return finish.verified
 
     def forget_scope(
         self,
@@ -1641,13 +1697,18 @@ class MemoryStore:
         reason: str,
         operator: str | None = None,
         progress: Progress | None = None,
-    ) -> int:
+    ) -> ScopeForgetResult:
         """Forget every record of one engagement in one transaction with one audit event.
 
-        Tactics are not engagement-scoped and stay. Returns the number forgotten.
-        The full-text purge runs once for the whole scope. ``progress(done, total)``
-        is called as records are deleted and then verified gone: two steps per
-        record, so ``total`` is twice the number of records.
+        Tactics are not engagement-scoped and stay. Returns the number forgotten,
+        as a ``ScopeForgetResult``: an ``int`` that also says whether erasure was
+        verified (``.verified``, ``.problem``) and names the ``forget-scope``
+        audit event (``.event_id``); when the WAL could not be truncated, an
+        ``erasure-incomplete`` event follows it (``.incomplete_event_id``), as
+        for ``forget``. The full-text purge runs once for the whole scope.
+        ``progress(done, total)`` is called as records are deleted and then
+        verified gone: two steps per record, so ``total`` is twice the number
+        of records.
         """
         _require_reason(reason)
         _require_text(engagement=engagement)
@@ -1697,9 +1758,16 @@ class MemoryStore:
                     },
                 )
             self._carry_vector_cache(erasure)
-        self._finish_erasure(event_id, ids, checks, operator)
+        finish = self._finish_erasure(event_id, ids, checks, operator)
         self._empty_vector_trash()
-        return len(ids)
+        return ScopeForgetResult(
+            len(ids),
+            verified=finish.verified,
+            event_id=event_id,
+            problem=finish.problem,
+            incomplete_event_id=finish.incomplete_event_id,
+            checks=checks,
+        )
 
     def _drop_vector_cache(self, forgotten: Sequence[int]) -> bool | None:
         """Invalidate every cached copy of the vectors (memtui.core.vector_cache).
@@ -1831,13 +1899,12 @@ class MemoryStore:
 
     def _finish_erasure(
         self, event_id: int, ids: Sequence[int], checks: dict[str, bool], operator: str | None
-    ) -> bool:
+    ) -> _Finish:
         """Truncate the WAL so no old page image survives; audit a failure to do so."""
         purged, detail = self._checkpoint()
-        verified = purged and all(checks.values())
         if not purged:
             with self._write():
-                self._append_audit(
+                incomplete = self._append_audit(
                     action="erasure-incomplete",
                     record_ids=ids,
                     operator=operator,
@@ -1845,7 +1912,11 @@ class MemoryStore:
                 )
             # The action's own event is what callers name; the follow-up points to it.
             self.last_event_id = event_id
-        return verified
+            return _Finish(False, detail, incomplete)
+        if not all(checks.values()):
+            failed = ", ".join(sorted(name for name, held in checks.items() if not held))
+            return _Finish(False, f"erasure checks failed: {failed}")
+        return _Finish(True)
 
     def _checkpoint(self) -> tuple[bool, str | None]:
         if self.path is None:

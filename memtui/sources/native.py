@@ -380,6 +380,8 @@ class NativeSource(MemorySource):
         }
 
     def forget_scope(self, *, engagement: str, reason: str, operator: str | None = None) -> int:
+        """The store's ``ScopeForgetResult``: the count (an ``int``), whether erasure was
+        verified, and the ``forget-scope`` audit event it wrote."""
         self._require_capability("forget_scope", "forget-scope")
         with _as_source_errors():
             return self.store.forget_scope(engagement=engagement, reason=reason, operator=operator)
