@@ -150,6 +150,39 @@ def test_expiry_uses_langgraphs_rule_in_both_text_forms(plain):
         assert trace["excluded"]["expired"] == 2 and trace["now"] == "2026-11-30 12:01:01"
 
 
+def test_puts_fractional_expiry_form_keeps_its_whole_second_live(plain):
+    """put writes ``str(datetime)``: ``...:SS.ffffff+00:00`` unless the microseconds are 0
+    (the fixture pins whole seconds). The sweep's ``expires_at < CURRENT_TIMESTAMP``
+    compares text to the second (CURRENT_TIMESTAMP has no fraction), so the item is
+    live through 12:01:00.999 and swept from 12:01:01."""
+    conn = sqlite3.connect(plain)
+    with conn:
+        conn.execute(
+            "UPDATE store SET expires_at = '2026-11-30 12:01:00.500000+00:00' WHERE key = 'short'"
+        )
+    conn.close()
+
+    def state(now):
+        with open_source(plain, now=now) as source:
+            record = source.get("lg:scratch/short")
+            listed = {r.id for r in source.page({"namespace": "scratch"}).records}
+            found = {r.id for r in source.search("expires soon").results}
+            assert (record.id in listed) == (record.id in found) == (record.state == "live")
+            return record.state
+
+    assert state("2026-11-30T12:01:00.400Z") == "live"
+    assert state("2026-11-30T12:01:00.900Z") == "live"  # past the fraction, same second
+    assert state("2026-11-30T12:01:01Z") == "expired"
+    # The same verdicts as SQLite's own comparison, the one the sweep runs.
+    conn = sqlite3.connect(plain)
+    swept = conn.execute(
+        "SELECT expires_at < '2026-11-30 12:01:00', expires_at < '2026-11-30 12:01:01' "
+        "FROM store WHERE key = 'short'"
+    ).fetchone()
+    conn.close()
+    assert swept == (0, 1)
+
+
 def test_vector_lane_uses_the_stores_vectors_with_a_matching_embedder(vectors, plain):
     with open_source(vectors, now=NOW) as source:
         assert "vectors" in source.capabilities
