@@ -154,6 +154,81 @@ async def test_forget_through_the_dialog_removes_the_record_and_audits(kind, now
         source.close()
 
 
+LETTA_PARIS = "archival:passage-00000000-0000-4000-8000-000000000002"
+
+
+async def type_text(pilot, text: str) -> None:
+    for char in text:
+        await pilot.press("space" if char == " " else char)
+
+
+def store_rows(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("kind", "target", "also"),
+    [(PREFERENCES, "pref:4", ["pref:3"]), (LETTA, LETTA_PARIS, [])],
+    ids=["preferences", "letta"],
+)
+async def test_forget_from_the_browse_table_follows_the_stores_rule(kind, target, also, tmp_path):
+    path = make(kind, tmp_path / "store")
+    source = open_source(path, clock=fixed_clock, allow_writes=True, operator="tester")
+    try:
+        app = make_app(source, operator="tester", poll_interval=None)
+        async with app.run_test(size=(140, 50)) as pilot:
+            await settle(pilot)
+            table = app.query_one(RecordTable)
+            table.focus()
+            table.move_cursor(row=[r.id for r in table.records].index(target))
+            await settle(pilot)
+            assert app.current_record_id() == target
+            await pilot.press("f")
+            await settle(pilot)
+            dialog = app.screen
+            assert isinstance(dialog, ConfirmRecordAction) and dialog.record.id == target
+            assert app.focused is dialog.query_one("#reason", Input)
+            await type_text(pilot, "subject asked")
+            await pilot.click("#confirm")
+            await settle(pilot)
+            assert not isinstance(app.screen, ConfirmRecordAction)
+            # Gone from the table and the store, with what the store's rule removes too.
+            assert target not in [r.id for r in table.records]
+            for record_id in [target, *also]:
+                assert source.get(record_id) is None
+            messages = " ".join(str(n.message) for n in app._notifications)
+            assert "erasure verified" in messages and "NOT" not in messages
+        outcomes = [e for e in source.audit_events() if e["action"] == "forget"]
+        assert len(outcomes) == 1  # one forget, its intent before it
+        assert outcomes[0]["reason"] == "subject asked"
+        assert outcomes[0]["record_ids"] == [target]
+        assert outcomes[0]["details"]["verified"] is True
+        assert outcomes[0]["details"]["removed"] == sorted([target, *also])
+        assert [e["status"] for e in source.audit_events() if e["action"] == "forget-intent"] == [
+            "completed"
+        ]
+    finally:
+        source.close()
+    if kind == PREFERENCES:
+        assert store_rows(
+            path, "SELECT revision FROM assistant_memory_revisions WHERE session = 's-alpha'"
+        ) == [(4,)]  # advanced from 3
+        assert store_rows(path, "SELECT id FROM assistant_preferences WHERE name = 'allergy'") == []
+    else:
+        assert store_rows(
+            path,
+            "SELECT count(*) FROM passage_tags WHERE passage_id = ?",
+            (target.split(":", 1)[1],),
+        ) == [(0,)]
+        assert store_rows(path, "SELECT count(*) FROM archival_passages") == [(4,)]
+
+
 async def test_native_only_keys_are_not_offered_on_a_foreign_store(tmp_path):
     source = open_source(copy_fixture(TENANT, tmp_path), now=50)
     try:
