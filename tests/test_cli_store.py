@@ -221,3 +221,27 @@ def test_forget_scope_names_its_own_audit_event(runner, cli_db):
         f"forgot 15 records of engagement 'globex-retest': erasure verified "
         f"(audit event #{audit[0]['id']})"
     )
+
+
+def test_records_refuses_an_unknown_tier(runner, cli_db):
+    for args in (["--tier", "bogus"], ["--filter", "tier=bogus"]):
+        line = one_error_line(runner.invoke(main, ["records", str(cli_db), *args]))
+        assert "unknown tier 'bogus'" in line
+        assert "working, episodic, longterm, knowledge" in line
+
+
+def test_forget_prompt_reads_as_one_sentence_per_stop(runner, cli_db):
+    result = runner.invoke(main, ["forget", str(cli_db), "1", "--reason", "r"], input="n\n")
+    assert "remains. This cannot be undone" in result.output
+    assert ".." not in result.output
+
+
+def test_records_refuses_a_tier_another_store_does_not_have(runner, tmp_path, monkeypatch):
+    from fixtures.sources_support import TENANT, copy_fixture
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    evidence = copy_fixture(TENANT, tmp_path / "store")
+    listed = runner.invoke(main, ["records", str(evidence), "--tier", "runbook", "--json"])
+    assert listed.exit_code == 0 and len(json.loads(listed.output)) == 2
+    line = one_error_line(runner.invoke(main, ["records", str(evidence), "--tier", "bogus"]))
+    assert "unknown tier 'bogus'" in line and "working, incident, runbook" in line

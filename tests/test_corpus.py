@@ -1,4 +1,6 @@
+import ipaddress
 import json
+import re
 
 import pytest
 from conftest import SAMPLE_CORPUS, fixed_clock
@@ -27,9 +29,88 @@ def test_sample_corpus_meets_its_brief():
     assert any(f.get("false_positive") for f in findings)
     assert any(f["severity"] == "info" for f in findings)
     assert any(r.get("expires_at", "9") < "2026-11-30" for r in raw)
-    text = SAMPLE_CORPUS.read_text()
-    hosts = {w.strip('",./:') for w in text.split() if ".example" in w}
-    assert hosts and all(".example" in h for h in hosts)
+    assert not foreign_hosts(raw), "every host in the sample corpus is under .example"
+
+
+# Hosts, as the corpus can spell them: inside a URL, after an @, as a dotted IPv4
+# address, or bare in prose (``oob.tester.example``).
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://(?:[^@/\s?#]*@)?(\[[^\]]*\]|[^/\s?#:]+)", re.IGNORECASE)
+_EMAIL = re.compile(r"[\w.+-]+@((?:[\w-]+\.)+[\w-]+)")
+_IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])")
+_BARE_HOST = re.compile(
+    r"(?<![\w.@/-])(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z][a-z0-9-]*(?![\w-])", re.IGNORECASE
+)
+# A bare dotted word ending in one of these is a file name, not a host (outside URLs).
+_FILE_SUFFIXES = {"gz", "tar", "zip", "json", "xml", "php", "js", "html", "txt", "sql", "bak"}
+_DOCUMENTATION_NETS = [
+    ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24")
+]
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, inner in value.items():
+            yield key
+            yield from _strings(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _strings(inner)
+
+
+def _fictional_host(host: str) -> bool:
+    host = host.lower().rstrip(".").strip("[]")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host == "example" or host.endswith(".example")
+    return any(address in net for net in _DOCUMENTATION_NETS)
+
+
+def foreign_hosts(data) -> list[str]:
+    """Every host in ``data`` (URLs, e-mail domains, IPv4 addresses, bare host names)
+    that is neither under ``.example`` nor in an IPv4 documentation range."""
+    found = []
+    for text in _strings(data):
+        rest = text
+        for pattern in (_URL, _EMAIL):
+            found += [m.group(1) for m in pattern.finditer(rest)]
+            rest = pattern.sub(" ", rest)
+        found += _IPV4.findall(rest)
+        rest = _IPV4.sub(" ", rest)
+        found += [
+            m.group(0)
+            for m in _BARE_HOST.finditer(rest)
+            if m.group(0).rsplit(".", 1)[1].lower() not in _FILE_SUFFIXES
+        ]
+    return [host for host in found if not _fictional_host(host)]
+
+
+def test_the_host_check_finds_every_spelling_of_a_real_host():
+    raw = json.loads(SAMPLE_CORPUS.read_text())
+    hosts = []
+    for text in _strings(raw):
+        for pattern in (_URL, _BARE_HOST):
+            hosts += [m.group(m.lastindex or 0) for m in pattern.finditer(text)]
+    assert "shop.acme.example" in hosts and "oob.tester.example" in hosts  # it does look
+    for injected in (
+        "shop.acme.com",
+        "https://shop.acme.com/api/v2/items/1",
+        "http://user@intranet.acme.com:8080/",
+        "mail ops@acme.com",
+        "callback to 10.20.30.40",
+        "see Shop.Acme.COM.",
+    ):
+        note = {"tier": "working", "record_type": "note", "content": f"reached {injected} ok"}
+        assert foreign_hosts([*raw, note]), injected
+    for old in ('"shop.acme.example"', "https://shop.acme.example/", "host oob.tester.example"):
+        text = SAMPLE_CORPUS.read_text()
+        assert old in text
+        copy = json.loads(text.replace(old, old.replace(".example", ".com"), 1))
+        assert foreign_hosts(copy) == ["shop.acme.com" if "shop" in old else "oob.tester.com"]
+    fine = "at 192.0.2.7, https://a.b.example:8443/x, ops@c.example and dump.tar.gz"
+    assert foreign_hosts([*raw, {"content": fine}]) == []
 
 
 def test_tactics_carry_counts_grade_and_hashed_targets():
@@ -145,6 +226,36 @@ def test_ingesting_a_tactic_twice_is_refused_and_loads_nothing(store):
             "'expires_at'",
         ),
         ([5], "record 0: must be a JSON object"),
+        (
+            [
+                {"tier": "working", "record_type": "note", "content": "ok"},
+                {
+                    "tier": "knowledge",
+                    "record_type": "finding",
+                    "finding_id": "F",
+                    "run_id": "r",
+                    "engagement": "e",
+                    "severity": "high",
+                    "title": "t",
+                    "url": "https://a.example/",
+                    "type": "x",
+                },
+            ],
+            "record 1: a finding belongs to the episodic tier",
+        ),
+        (
+            [
+                {
+                    "tier": "episodic",
+                    "record_type": "tactic",
+                    "profile_hash": "a",
+                    "tool": "t",
+                    "endpoint": "/",
+                    "param": "p",
+                }
+            ],
+            "record 0: a tactic belongs to the longterm tier",
+        ),
     ],
 )
 def test_malformed_corpora_say_which_record_and_what(data, message):

@@ -394,3 +394,56 @@ def test_a_derived_value_is_kept_until_the_data_changes(db_path):
         assert store.derived("notes", count_notes) == 3
         assert builds == [1, 2, 3]
         assert store.derived("other name", lambda s: "apart") == "apart"
+
+
+SUCCESS_KEYS = dict(
+    proof="p",
+    content="words",
+    technique="t",
+    target="shop.acme.example",
+    expires_at="2030-01-01T00:00:00Z",
+    metadata={"k": 1},
+)
+
+
+def test_failure_and_refutation_take_the_same_keys_as_success(store):
+    rid = store.record_success(**TACTIC, **SUCCESS_KEYS)
+    assert store.record_failure(**TACTIC, **SUCCESS_KEYS) == rid
+    assert store.record_refuted(**TACTIC, **SUCCESS_KEYS, reason="blocked", operator="a") == rid
+    meta = store.get(rid).metadata
+    assert (meta["total_successes"], meta["total_attempts"]) == (1, 2)
+
+
+@pytest.mark.parametrize("writer", ["record_failure", "record_refuted"])
+def test_failure_and_refutation_refuse_a_misspelled_key(store, writer):
+    rid = store.record_success(**TACTIC)
+    extra = {"reason": "r"} if writer == "record_refuted" else {}
+    with pytest.raises(TypeError, match="hostname"):
+        getattr(store, writer)(**TACTIC, **extra, hostname="db01.acme.example")
+    record = store.get(rid)
+    assert record.metadata["total_attempts"] == 1 and not record.refuted
+    assert store.audit_events() == []
+
+
+def test_a_repeat_success_with_an_expiry_sets_the_tactics_expiry(store):
+    rid = store.record_success(**TACTIC, expires_at="2020-01-01T00:00:00Z")
+    assert store.fetch() == []  # expired in 2020
+    assert store.record_success(**TACTIC) == rid  # no expiry given: it stays expired
+    assert store.fetch() == [] and store.get(rid).expires_at == "2020-01-01T00:00:00.000000Z"
+    assert store.record_success(**TACTIC, expires_at="2030-01-01T00:00:00Z") == rid
+    live = store.fetch()
+    assert [r.id for r in live] == [rid]  # the same row, live again, counts carried on
+    assert live[0].expires_at == "2030-01-01T00:00:00.000000Z"
+    assert live[0].metadata["total_successes"] == 3
+    assert store.record_count() == 1
+    store.record_success(**TACTIC, expires_at=NOW)  # an explicit earlier expiry applies too
+    assert store.fetch() == []
+
+
+def test_an_unknown_tier_is_refused_not_an_empty_answer(store):
+    store.add_record(tier="working", record_type="note", content="x")
+    with pytest.raises(MemoryStoreError, match="unknown tier 'bogus'; tiers are working, "):
+        store.fetch(tier="bogus")
+    with pytest.raises(MemoryStoreError, match="unknown tier"):
+        store.scope_clause({"tier": "Working"})
+    assert len(store.fetch(tier="working")) == 1

@@ -143,10 +143,28 @@ def records(
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
+        if not found and "tier" in filters:
+            _check_tier(source, filters["tier"])
         if as_json:
             emit_json([r.to_json() for r in found])
             return
         _print_records(source, found)
+
+
+def _check_tier(source: MemorySource, tier: Any) -> None:
+    """Refuse a tier the store does not have, instead of listing no records for it.
+
+    A memtui database refuses an unknown tier itself; another store's tiers are
+    the ones it declares and the ones found in its data.
+    """
+    known = list(source.tiers)
+    known += [t for t in source.tier_counts(include_hidden=True) if t not in known]
+    if tier not in known:
+        raise click.ClickException(
+            f"unknown tier {escape_controls(repr(tier))}; "
+            f"{escape_controls(source.label)} has tiers: "
+            f"{', '.join(escape_controls(str(t)) for t in known) or 'none'}"
+        )
 
 
 @click.command()
@@ -185,7 +203,8 @@ def forget(
         confirm_or_abort(
             f"Forget {escape_controls(record.tier)} {escape_controls(record.record_type)} "
             f"#{escape_controls(record.id)} ({content!r}){also}? "
-            f"Rule: {escape_controls(str(preview.get('rule', '')))}. This cannot be undone",
+            f"Rule: {escape_controls(str(preview.get('rule', '')).rstrip(' .'))}. "
+            "This cannot be undone",
             assume_yes,
         )
         outcome = source.forget(record_id, reason=reason, operator=operator)

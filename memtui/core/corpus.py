@@ -181,6 +181,8 @@ def _prepare_tactic(item: dict[str, Any], row: dict[str, Any], metadata: dict[st
 
 
 def _prepare_finding(item: dict[str, Any], row: dict[str, Any], metadata: dict[str, Any]) -> None:
+    if row["tier"] != "episodic":
+        raise CorpusError("a finding belongs to the episodic tier (what happened in a run)")
     unknown = set(item) - _COMMON_KEYS - set(SCOPE_FIELDS) - _FINDING_KEYS
     if unknown:
         raise CorpusError(f"unknown field(s) {', '.join(sorted(unknown))}")

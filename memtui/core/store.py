@@ -618,13 +618,17 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ reads
 
-    def _live_clause(self, include_refuted: bool, include_expired: bool) -> tuple[str, list[Any]]:
+    def _live_clause(
+        self, include_refuted: bool, include_expired: bool, prefix: str = ""
+    ) -> tuple[str, list[Any]]:
+        """The live rule as SQL: not refuted, and ``expires_at > now`` (strict); ``""``
+        when both are included. ``prefix`` qualifies the columns (``"r."``)."""
         clauses: list[str] = []
         params: list[Any] = []
         if not include_refuted:
-            clauses.append("refuted = 0")
+            clauses.append(f"{prefix}refuted = 0")
         if not include_expired:
-            clauses.append("(expires_at IS NULL OR expires_at > ?)")
+            clauses.append(f"({prefix}expires_at IS NULL OR {prefix}expires_at > ?)")
             params.append(self.now_text())
         return " AND ".join(clauses), params
 
@@ -639,23 +643,26 @@ class MemoryStore:
         """SQL condition and parameters for allowlisted filters plus the live rule.
 
         Filter names reach SQL only after the allowlist check; values are always
-        bound parameters. Returns ``("1", [])`` when nothing restricts.
+        bound parameters. A ``tier`` that is not one of ``TIERS`` is refused (it
+        could only match nothing, which would read as "no records"). Returns
+        ``("1", [])`` when nothing restricts.
         """
         prefix = f"{alias}." if alias else ""
         clauses: list[str] = []
         params: list[Any] = []
         for key, value in (filters or {}).items():
             check_filter_key(key)
+            if key == "tier" and value not in TIERS:
+                raise MemoryStoreError(f"unknown tier {value!r}; tiers are {', '.join(TIERS)}")
             if value is None:
                 clauses.append(f"{prefix}{key} IS NULL")
             else:
                 clauses.append(f"{prefix}{key} = ?")
                 params.append(value)
-        if not include_refuted:
-            clauses.append(f"{prefix}refuted = 0")
-        if not include_expired:
-            clauses.append(f"({prefix}expires_at IS NULL OR {prefix}expires_at > ?)")
-            params.append(self.now_text())
+        live, live_params = self._live_clause(include_refuted, include_expired, prefix)
+        if live:
+            clauses.append(live)
+            params.extend(live_params)
         return (" AND ".join(clauses) or "1"), params
 
     def fetch(
@@ -1093,7 +1100,17 @@ class MemoryStore:
         expires_at: str | datetime | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> int:
-        """Record a successful tactic: the only creator of tactics; repeats increment."""
+        """Record a successful tactic: the only creator of tactics; repeats increment.
+
+        A repeat success on the same signature updates that one row (never a
+        duplicate): the counts, the grade (up only, with ``proof``) and the
+        targets seen. Its ``expires_at``, when given, becomes the tactic's
+        expiry: the newest success says how long the tactic is good for, so a
+        tactic that had expired is live again when the new expiry is later than
+        now (its counts carry on). Without ``expires_at`` the expiry stays as it
+        was, expired included. ``content`` and ``technique`` are kept from the
+        first success.
+        """
         _require_text(profile_hash=profile_hash, tool=tool, endpoint=endpoint, param=param)
         signature = tactic_signature(profile_hash, tool, endpoint, param)
         with self._write():
@@ -1105,6 +1122,7 @@ class MemoryStore:
                         f"tactic #{record.id} is refuted; a new success is refused. Forget it "
                         "and record it afresh if it really works again"
                     )
+                expiry = record.expires_at if expires_at is None else _expiry(expires_at)
                 meta = dict(record.metadata)
                 attempts = int(meta.get("total_attempts", 0)) + 1
                 successes = int(meta.get("total_successes", 0)) + 1
@@ -1119,7 +1137,8 @@ class MemoryStore:
                         seen.append(hashed)
                     meta["targets_seen"] = seen
                 self._conn.execute(
-                    "UPDATE records SET metadata = ? WHERE id = ?", (_canonical(meta), record.id)
+                    "UPDATE records SET metadata = ?, expires_at = ? WHERE id = ?",
+                    (_canonical(meta), expiry, record.id),
                 )
                 return record.id
             url_pattern = normalize_endpoint(endpoint)
@@ -1157,9 +1176,21 @@ class MemoryStore:
         tool: str,
         endpoint: str,
         param: str,
-        **_ignored: Any,
+        proof: str | None = None,
+        content: str | None = None,
+        technique: str | None = None,
+        target: str | None = None,
+        expires_at: str | datetime | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> int | None:
-        """Count a failed attempt on a known tactic; an unknown signature creates nothing."""
+        """Count a failed attempt on a known tactic; an unknown signature creates nothing.
+
+        Takes the same keys as ``record_success``, so an agent can pass one set
+        of arguments to either, and refuses any other (``TypeError``): a
+        misspelled key is a mistake, not something to drop. Only the signature
+        (profile, tool, endpoint, param) matters: a failure proves nothing and
+        changes no text, expiry, target list or metadata.
+        """
         signature = tactic_signature(profile_hash, tool, endpoint, param)
         with self._write():
             row = self._tactic_row(signature)
@@ -1185,9 +1216,20 @@ class MemoryStore:
         param: str,
         reason: str,
         operator: str | None = None,
-        **_ignored: Any,
+        proof: str | None = None,
+        content: str | None = None,
+        technique: str | None = None,
+        target: str | None = None,
+        expires_at: str | datetime | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> int | None:
-        """The agent's own correction: flag a known tactic refuted (audited); else nothing."""
+        """The agent's own correction: flag a known tactic refuted (audited); else nothing.
+
+        Takes ``record_success``'s keys plus ``reason`` and ``operator``, and
+        refuses any other (``TypeError``). Only the signature and the reason
+        matter; the other keys are accepted so one set of arguments fits every
+        tactic writer.
+        """
         signature = tactic_signature(profile_hash, tool, endpoint, param)
         with self._write():
             row = self._tactic_row(signature)
