@@ -27,7 +27,13 @@ NO_DATA = "no data"
 HYPOTHESIS_MARK = "HYPOTHESIS — re-verify"
 PROVEN_MARK = "proven"
 BAR_WIDTH = 20
+NARROW_BAR_WIDTH = 10
+WIDE = 100
+"""From this many columns on, the tables spread out: the full interval bar, more ids."""
 MAX_IDS_SHOWN = 8
+NARROW_IDS_SHOWN = 3
+MIN_TEXT_WIDTH = 30
+"""Fewest columns a table's wrapped text (content, titles) keeps before narrower cells give way."""
 
 
 def _number(value: float | None) -> Text:
@@ -40,10 +46,17 @@ def _ratio(hits: int, n: int) -> str:
     return f"{hits}/{n}"
 
 
-def _ids(record_ids: list[int]) -> str:
-    shown = ", ".join(f"#{i}" for i in record_ids[:MAX_IDS_SHOWN])
-    extra = len(record_ids) - MAX_IDS_SHOWN
-    return shown + (f" (+{extra})" if extra > 0 else "")
+def abbreviate_ids(record_ids: list[Any], most: int = MAX_IDS_SHOWN) -> str:
+    """``3, 7, 12 +4``: the first ``most`` record ids, then how many more (--json lists all)."""
+    shown = ", ".join(str(i) for i in record_ids[:most])
+    extra = len(record_ids) - most
+    return shown + (f" +{extra}" if extra > 0 else "")
+
+
+def _ids(out: Console, record_ids: list[Any]) -> Text:
+    return one_line(
+        abbreviate_ids(record_ids, MAX_IDS_SHOWN if out.width >= WIDE else NARROW_IDS_SHOWN)
+    )
 
 
 def _cell(value: float, width: int) -> int:
@@ -73,66 +86,90 @@ def interval_bar(
     return bar
 
 
-def _priors_table(rows: list[dict[str, Any]], title: Text) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("tool", no_wrap=True)
+def _table() -> Table:
+    return Table()
+
+
+def _tool_column(table: Table) -> None:
+    table.add_column("tool", overflow="fold", max_width=20)
+
+
+def _priors_table(out: Console, rows: list[dict[str, Any]]) -> Table:
+    bar_width = BAR_WIDTH if out.width >= WIDE else NARROW_BAR_WIDTH
+    table = _table()
+    _tool_column(table)
     table.add_column("hits/n", justify="right", no_wrap=True)
     table.add_column("raw rate", justify="right", no_wrap=True)
     table.add_column("Wilson LB", justify="right", no_wrap=True)
-    table.add_column("95% interval on 0..1", no_wrap=True)
+    table.add_column("95% interval" + (" on 0..1" if out.width >= WIDE else ""), no_wrap=True)
     table.add_column("profiles", justify="right", no_wrap=True)
-    table.add_column("record ids", overflow="fold")
+    table.add_column("record ids", min_width=6)
     for row in rows:
         table.add_row(
             one_line(row["tool"], 40),
             _ratio(row["hits"], row["n"]),
             _number(row["rate"]),
             _number(row["wilson"]),
-            interval_bar(row["interval"], row["rate"]),
+            interval_bar(row["interval"], row["rate"], bar_width),
             str(len(row["profiles"])),
-            _ids(row["record_ids"]),
+            _ids(out, row["record_ids"]),
         )
     return table
 
 
-def _tactics_table(rows: list[dict[str, Any]], title: Text) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("grade", no_wrap=True)
+def _grade(row: dict[str, Any]) -> Text:
+    if row["hypothesis"]:
+        return Text(HYPOTHESIS_MARK, style="bold yellow")
+    return Text(PROVEN_MARK, style="green")
+
+
+def _tactic_text(row: dict[str, Any]) -> Text:
+    """Endpoint · param · technique on the first line, then the tactic's content."""
+    where = " · ".join(str(p) for p in (row["endpoint"], row["param"], row["technique"]) if p)
+    text = Text()
+    if where:
+        text.append_text(one_line(where, 120))
+        text.stylize("bold")
+        text.append("\n")
+    text.append_text(one_line(row["content"], 300))
+    return text
+
+
+def _tactics_table(out: Console, rows: list[dict[str, Any]]) -> Table:
+    # 36 columns of rules, padding, id, tool, hits/n and Wilson LB besides grade and text:
+    # the grade wraps ("HYPOTHESIS —" / "re-verify") when the text would be left too little.
+    grade_width = len(HYPOTHESIS_MARK)
+    if out.width - 36 - grade_width - 10 < MIN_TEXT_WIDTH:
+        grade_width = len("HYPOTHESIS —")
+    table = _table()
+    table.add_column("grade", width=grade_width)
     table.add_column("id", justify="right", no_wrap=True)
-    table.add_column("tool", no_wrap=True)
-    table.add_column("endpoint · param · technique", overflow="fold", min_width=16, max_width=34)
+    _tool_column(table)
     table.add_column("hits/n", justify="right", no_wrap=True)
     table.add_column("Wilson LB", justify="right", no_wrap=True)
-    table.add_column("content", overflow="fold", min_width=20, ratio=1)
+    table.add_column(
+        "endpoint · param · technique / content", overflow="fold", min_width=12, ratio=1
+    )
     for row in rows:
-        mark = (
-            Text(HYPOTHESIS_MARK, style="bold yellow")
-            if row["hypothesis"]
-            else Text(PROVEN_MARK, style="green")
-        )
         table.add_row(
-            mark,
+            _grade(row),
             str(row["record_id"]),
             one_line(row["tool"] or "", 40),
-            one_line(
-                " · ".join(str(p) for p in (row["endpoint"], row["param"], row["technique"]) if p),
-                120,
-            ),
             _ratio(row["hits"], row["n"]),
             _number(row["wilson"]),
-            one_line(row["content"], 200),
+            _tactic_text(row),
         )
     return table
 
 
-def _negative_table(rows: list[dict[str, Any]], title: Text) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("tool", no_wrap=True)
+def _negative_table(out: Console, rows: list[dict[str, Any]]) -> Table:
+    table = _table()
+    _tool_column(table)
     table.add_column("hits/n", justify="right", no_wrap=True)
     table.add_column("denominator", justify="right", no_wrap=True)
     table.add_column("advice", no_wrap=True)
     table.add_column("profiles", justify="right", no_wrap=True)
-    table.add_column("record ids", overflow="fold")
+    table.add_column("record ids", min_width=6)
     for row in rows:
         table.add_row(
             one_line(row["tool"], 40),
@@ -140,35 +177,38 @@ def _negative_table(rows: list[dict[str, Any]], title: Text) -> Table:
             str(row["n"]),
             Text(row["advice"], style="yellow"),
             str(len(row["profiles"])),
-            _ids(row["record_ids"]),
+            _ids(out, row["record_ids"]),
         )
     return table
 
 
-def _history_table(rows: list[dict[str, Any]], title: Text) -> Table:
-    table = Table(title=title, title_justify="left")
+def _stacked(*parts: Text) -> Text:
+    return Text("\n").join(part for part in parts if part.plain)
+
+
+def _history_table(out: Console, rows: list[dict[str, Any]]) -> Table:
+    """Finding and run, severity and type stacked in two narrow columns; the title, then the
+    URL dimmed, in the wide one."""
+    table = _table()
     table.add_column("id", justify="right", no_wrap=True)
-    table.add_column("finding", no_wrap=True)
-    table.add_column("severity", no_wrap=True)
-    table.add_column("run", no_wrap=True)
-    table.add_column("type", no_wrap=True)
-    table.add_column("url", overflow="fold", min_width=16, max_width=36)
-    table.add_column("title", overflow="fold", min_width=24, ratio=1)
+    table.add_column("finding / run", overflow="fold", max_width=20)
+    table.add_column("severity / type", overflow="fold", max_width=20)
+    table.add_column("title / url", overflow="fold", min_width=12, ratio=1)
     for row in rows:
+        url = one_line(row["url"] or "", 200)
+        url.stylize("dim")
         table.add_row(
             str(row["record_id"]),
-            one_line(row["finding_id"] or "", 30),
-            one_line(row["severity"] or "", 12),
-            one_line(row["run_id"] or "", 30),
-            one_line(row["type"] or "", 30),
-            one_line(row["url"] or "", 120),
-            one_line(row["title"], 200),
+            _stacked(one_line(row["finding_id"] or "", 30), one_line(row["run_id"] or "", 30)),
+            _stacked(one_line(row["severity"] or "", 12), one_line(row["type"] or "", 30)),
+            _stacked(one_line(row["title"], 300), url),
         )
     return table
 
 
 def _title(*parts: str | Text) -> Text:
-    """A table title; untrusted parts arrive as ``safe_text`` already."""
+    """A section's title, on its own line above the table (so it wraps at the terminal's
+    width, not the table's); untrusted parts arrive as ``safe_text`` already."""
     out = Text(style="bold")
     for part in parts:
         out.append(part if isinstance(part, Text) else Text(part))
@@ -294,7 +334,8 @@ def lanes(
             f"pooled: this profile only (no other profile has similarity ≥ {min_similarity})"
         )
     if priors:
-        out.print(_priors_table(priors, _title("priors for ", shown_profile)))
+        out.print(_title("priors for ", shown_profile))
+        out.print(_priors_table(out, priors))
     else:
         _note(out, _title("priors for ", shown_profile, ": no live tactic to pool"))
     _note(out, pooled_note)
@@ -303,15 +344,13 @@ def lanes(
 
     if tactics:
         out.print(
-            _tactics_table(
-                tactics,
-                _title(
-                    "learned tactics for exactly ",
-                    shown_profile,
-                    f" (proven first, at most {per_tool_cap} per tool)",
-                ),
+            _title(
+                "learned tactics for exactly ",
+                shown_profile,
+                f" (proven first, at most {per_tool_cap} per tool)",
             )
         )
+        out.print(_tactics_table(out, tactics))
         if any(t["hypothesis"] for t in tactics):
             _note(out, f"{HYPOTHESIS_MARK}: not proven; verify before relying on it.")
     else:
@@ -320,7 +359,8 @@ def lanes(
 
     negative_title = f"negative evidence (zero hits over at least {min_denominator} pooled tries)"
     if negative:
-        out.print(_negative_table(negative, _title(negative_title)))
+        out.print(_title(negative_title))
+        out.print(_negative_table(out, negative))
         _note(out, "deprioritize means try it later, not never: zero hits is not proof.")
     else:
         _note(out, f"{negative_title}: none")
@@ -343,7 +383,8 @@ def lanes(
     history_title.append(safe_text(excluded))
     history_title.append(")")
     if history:
-        out.print(_history_table(history, history_title))
+        out.print(history_title)
+        out.print(_history_table(out, history))
     else:
         history_title.append(": no findings")
         _note(out, history_title)

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -160,13 +164,15 @@ def search(
             emit_json(_json(query, response, records, explanations))
             return
         out = console()
-        _print_header(out, response)
+        pools = response.trace["pools"]
+        places = lane_places(response.results, pools) if explain else {}
+        _print_header(out, response, places)
         if not response.results:
             return
         _print_table(out, response, records)
         if explain:
             for result in response.results:
-                _print_explanation(out, result, records.get(result.id), explanations)
+                _print_explanation(out, result, records.get(result.id), explanations, pools, places)
 
 
 QUIET_BUILD_SECONDS = 0.5
@@ -230,11 +236,216 @@ def _json(
     return {"query": query, "trace": response.trace, "results": results}
 
 
-def _fmt(value: float | None, places: int = 4) -> str:
+# ---------------------------------------------------------------- the arithmetic, recomputable
+
+SHOWN_PLACES = 6
+"""Decimal places of every number in --explain's arithmetic (more only where needed, below)."""
+_MOST_PLACES = 24
+
+
+def _fmt(value: float | None, places: int = SHOWN_PLACES) -> str:
     return "—" if value is None else f"{value:.{places}f}"
 
 
-def _print_header(out: Console, response: SearchResponse) -> None:
+def weight_text(weight: float) -> str:
+    """A weight as its shortest exact decimal (0.3, 0.7, 1.0): a reader multiplies by this."""
+    text = repr(float(weight))
+    return f"{Decimal(text):f}" if "e" in text or "E" in text else text
+
+
+def _shown(value: float, places: int) -> Decimal:
+    """Exactly the number ``f"{value:.{places}f}"`` prints."""
+    return Decimal(f"{value:.{places}f}")
+
+
+def _rounds_to(exact: Decimal, shown: Decimal, places: int) -> bool:
+    """A reader rounding ``exact`` to ``places`` gets ``shown``, rounding halves up or to even."""
+    step = Decimal(1).scaleb(-places)
+    return all(exact.quantize(step, rounding=r) == shown for r in (ROUND_HALF_UP, ROUND_HALF_EVEN))
+
+
+def _divide(top: Decimal, bottom: Decimal) -> Decimal:
+    with localcontext() as ctx:
+        ctx.prec = 50
+        return top / bottom
+
+
+@dataclass(frozen=True)
+class LaneStep:
+    """One lane of one result as printed: every number is text a reader can recompute."""
+
+    lane: str
+    raw: str | None  # None: the lane did not find the record
+    low: str | None  # the pool's min and max; None when the pool is all-equal
+    high: str | None
+    normalized: str
+    weight: str
+    part: str
+    places: int  # decimals of raw, min and max
+
+    @property
+    def all_equal(self) -> bool:
+        return self.raw is not None and self.low is None
+
+
+@dataclass(frozen=True)
+class Arithmetic:
+    """A result's score as printed: lane steps, then ``part + part = score``."""
+
+    steps: tuple[LaneStep, ...]
+    score: str
+
+
+def _normalizes(
+    raw: float, low: float, high: float, norm: Decimal, norm_places: int, places: int
+) -> bool:
+    """``(raw − min) / (max − min)`` from the numbers printed with ``places`` decimals rounds
+    to the normalized score as printed."""
+    r, lo, hi = (_shown(v, places) for v in (raw, low, high))
+    return hi != lo and _rounds_to(_divide(r - lo, hi - lo), norm, norm_places)
+
+
+def _places_for(check: Any, start: int) -> int:
+    """The fewest decimals from ``start`` up for which ``check(places)`` holds."""
+    places = start
+    while places < _MOST_PLACES and not check(places):
+        places += 1
+    return places
+
+
+def arithmetic(
+    result: SearchResult, pools: dict[str, Any], raw_places: dict[str, int] | None = None
+) -> Arithmetic:
+    """The numbers of ``result``'s breakdown, each printed with enough places to recompute.
+
+    Every number gets ``SHOWN_PLACES`` decimals, and more only where a reader
+    recomputing from the printed numbers (by hand, exactly) would otherwise miss
+    the printed result in its last place: the score keeps 6 places; the lane
+    parts as many as ``part + part`` needs to round to the score; each
+    normalized score as many as ``normalized × weight`` needs to round to the
+    part; raw, min and max (at least ``raw_places[lane]``) as many as
+    ``(raw − min) / (max − min)`` needs to round to the normalized score.
+    """
+    weights = result.trace["weights"]
+    lanes = ("keyword", "vector")
+    norms = {"keyword": result.keyword_score, "vector": result.vector_score}
+    parts = {lane: weights[lane] * norms[lane] for lane in lanes}
+    score = _shown(result.score, SHOWN_PLACES)
+    part_places = _places_for(
+        lambda p: _rounds_to(sum(_shown(parts[lane], p) for lane in lanes), score, SHOWN_PLACES),
+        SHOWN_PLACES,
+    )
+    steps = []
+    for lane in lanes:
+        raw = result.trace[lane]["raw"]
+        weight = weight_text(weights[lane])
+        part = _shown(parts[lane], part_places)
+        if raw is None:
+            steps.append(LaneStep(lane, None, None, None, "0", weight, f"{part}", SHOWN_PLACES))
+            continue
+        norm_places = _places_for(
+            lambda p, norm=norms[lane], weight=Decimal(weight), part=part: _rounds_to(
+                _shown(norm, p) * weight, part, part_places
+            ),
+            part_places,
+        )
+        norm = _shown(norms[lane], norm_places)
+        pool = pools.get(lane) or {}
+        low, high = pool.get("min"), pool.get("max")
+        start = max(norm_places, (raw_places or {}).get(lane, SHOWN_PLACES))
+        if low is None or high is None or low == high:  # an all-equal pool maps to 1.0
+            steps.append(
+                LaneStep(lane, _fmt(raw, start), None, None, f"{norm}", weight, f"{part}", start)
+            )
+            continue
+
+        places = _places_for(partial(_normalizes, raw, low, high, norm, norm_places), start)
+        steps.append(
+            LaneStep(
+                lane,
+                _fmt(raw, places),
+                _fmt(low, places),
+                _fmt(high, places),
+                f"{norm}",
+                weight,
+                f"{part}",
+                places,
+            )
+        )
+    return Arithmetic(tuple(steps), f"{score}")
+
+
+def lane_places(results: list[SearchResult], pools: dict[str, Any]) -> dict[str, int]:
+    """Decimals for each lane's raw scores, min and max across ``results``: the most any of
+    them needs, so a pool's min and max read the same in every breakdown and the header."""
+    places = {"keyword": SHOWN_PLACES, "vector": SHOWN_PLACES}
+    for result in results:
+        for step in arithmetic(result, pools).steps:
+            places[step.lane] = max(places[step.lane], step.places)
+    return places
+
+
+# ---------------------------------------------------------------- the header
+
+
+def _pool_line(lane: str, pool: dict[str, Any], trace: dict[str, Any], places: int) -> Text:
+    """``vector pool: 43 records with cosine > 0, min …, max …`` (the lane's normalization)."""
+    size = pool.get("size") or 0
+    limit = pool.get("limit")
+    best = "best " if limit is not None and size >= limit else ""
+    if lane == "keyword":
+        what, label = f"{best}{size} matches", "-bm25"
+        if trace.get("keyword_lane_error"):
+            what = "none (the keyword lane failed)"
+    else:
+        # A record shares nothing with the query at cosine <= 0: the lane leaves it out.
+        what, label = f"{best}{size} records with cosine > 0", "cosine"
+        if trace.get("fallback"):
+            what = "none (the vector lane is off)"
+    line = Text(f"{lane} pool: {what}")
+    if size:
+        low, high = pool.get("min"), pool.get("max")
+        line.append(f", {label} min {_fmt(low, places)}, max {_fmt(high, places)}")
+        if low is not None and low == high:
+            line.append(" (all-equal pool → 1.0)")
+    return line
+
+
+def _counts(counts: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{key.replace('_', ' ')} {n}" for key, n in counts.items() if isinstance(n, int)
+    )
+
+
+def _print_left_out(out: Console, trace: dict[str, Any]) -> None:
+    """What the live rule and the filters left out of the lanes, per lane when the trace says."""
+    excluded = trace.get("excluded") or {}
+    flat = {key: n for key, n in excluded.items() if isinstance(n, int)}
+    line = Text(f"keyword matches: {trace.get('matched', 0)}", style="dim")
+    if flat:
+        line.append(f"; left out: {_counts(flat)}")
+    out.print(line)
+    for lane, counts in excluded.items():  # per-lane counts, when the trace has them
+        if isinstance(counts, dict) and _counts(counts):
+            out.print(Text(f"left out of the {lane} lane: {_counts(counts)}", style="dim"))
+    for lane, pool in (trace.get("pools") or {}).items():
+        counts = pool.get("excluded") if isinstance(pool, dict) else None
+        if isinstance(counts, dict) and _counts(counts):
+            out.print(Text(f"left out of the {lane} lane: {_counts(counts)}", style="dim"))
+    missing = trace.get("vectors_missing")
+    if isinstance(missing, int) and missing > 0:
+        out.print(
+            Text(
+                f"{missing} live in-scope record{'s' if missing != 1 else ''} "
+                "ha{} no stored vector: the vector lane cannot find {}".format(
+                    "ve" if missing != 1 else "s", "them" if missing != 1 else "it"
+                ),
+                style="yellow",
+            )
+        )
+
+
+def _print_header(out: Console, response: SearchResponse, places: dict[str, int]) -> None:
     trace = response.trace
     line = Text("query: ")
     line.append(safe_text(trace["query"] or "(empty)", limit=200))
@@ -242,16 +453,23 @@ def _print_header(out: Console, response: SearchResponse) -> None:
         line.append("   terms: ")
         line.append(safe_text(" · ".join(trace["terms"]), limit=300))
         line.append("  (any term)" if trace["any_terms"] else "  (all required)", style="dim")
-    out.print(line)
+    if line.cell_len > out.width and trace["terms"]:  # the terms on a line of their own
+        query, terms = line.divide([line.plain.index("   terms: ")])
+        out.print(query)
+        terms.plain.lstrip()
+        out.print(terms[3:])
+    else:
+        out.print(line)
     if trace["empty_query"]:
         out.print(safe_text(trace["note"] or "empty query", style="yellow"))
         return
     weights, default = trace["weights"], trace["default_weights"]
     line = Text(
-        f"weights: keyword {weights['keyword']:.2f} · vector {weights['vector']:.2f}"
-        f"  (default {default['keyword']:.2f} · {default['vector']:.2f})"
-        f"   embedder: {trace['embedder'] or 'none'}"
+        f"weights: keyword {weight_text(weights['keyword'])} · vector "
+        f"{weight_text(weights['vector'])}  (default {weight_text(default['keyword'])} · "
+        f"{weight_text(default['vector'])})   embedder: "
     )
+    line.append(safe_text(trace.get("embedder") or "none", limit=80))
     out.print(line)
     if trace["fallback"]:
         out.print(safe_text(f"fallback to keyword only: {trace['fallback']}", style="yellow"))
@@ -259,17 +477,18 @@ def _print_header(out: Console, response: SearchResponse) -> None:
         out.print(
             safe_text(f"keyword lane error: {trace['keyword_lane_message']}", style="bold red")
         )
-    for lane, label in (("keyword", "-bm25"), ("vector", "cosine")):
-        pool = trace["pools"][lane]
+    pools = trace["pools"]
+    for lane in ("keyword", "vector"):
+        out.print(_pool_line(lane, pools[lane], trace, places.get(lane, SHOWN_PLACES)))
+    limit = pools["keyword"].get("limit")
+    if limit is not None:
         out.print(
             Text(
-                f"{lane} pool: {pool['size']} candidates (max {pool['limit']}), "
-                f"{label} min {_fmt(pool['min'])}, max {_fmt(pool['max'])}"
+                f"each lane's pool: its best {limit} (--pool), min-max normalized on its own",
+                style="dim",
             )
         )
-    excluded = trace["excluded"]
-    left_out = ", ".join(f"{key.replace('_', ' ')} {n}" for key, n in excluded.items())
-    out.print(Text(f"keyword matches: {trace['matched']}; left out: {left_out}", style="dim"))
+    _print_left_out(out, trace)
     source = trace.get("source")
     if source and source.get("kind") != "memtui":
         out.print(safe_text(f"expiry: {source['expiry_rule']} (now {trace['now']})", style="dim"))
@@ -285,38 +504,128 @@ def _print_header(out: Console, response: SearchResponse) -> None:
     out.print(Text(f"showing {shown} of {trace['candidates']} candidates{note}", style="dim"))
 
 
+# ---------------------------------------------------------------- the table
+
+CONTENT_LINES = 2
+"""Lines of a record's content in the results table (cut with an ellipsis; --json has it all)."""
+MIN_CONTENT_WIDTH = 20
+MAX_ID_WIDTH = 24
+
+
+def clip_lines(text: Text, width: int, lines: int = CONTENT_LINES) -> Text:
+    """``text`` wrapped at ``width`` (words kept whole), its first ``lines`` lines; an ellipsis
+    ends the last one when there was more."""
+    measure = Console(width=max(width, 1), markup=False, highlight=False, emoji=False)
+    wrapped = text.wrap(measure, max(width, 1))
+    kept = list(wrapped)[:lines]
+    if len(wrapped) > lines:
+        last = kept[-1]
+        last.rstrip()
+        last.truncate(max(width - 1, 0))
+        last.append("…", style="dim")
+    out = Text()
+    for index, line in enumerate(kept):
+        line.rstrip()
+        if index:
+            out.append("\n")
+        out.append_text(line)
+    return out
+
+
 def _print_table(out: Console, response: SearchResponse, records: dict[str, Any]) -> None:
-    table = Table(title_justify="left")
-    for column in ("rank", "id", "score", "keyword", "vector"):
-        table.add_column(column, no_wrap=True, justify="right")
-    for column in ("tier", "type"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("content", overflow="fold", min_width=30, ratio=1)
+    rows = []
     for result in response.results:
         record = records.get(result.id)
-        table.add_row(
-            str(result.rank),
-            one_line(result.id, 60),
-            f"{result.score:.4f}",
-            f"{result.keyword_score:.4f}",
-            f"{result.vector_score:.4f}",
-            record.tier if record else "",
-            one_line(record.record_type if record else "", 20),
-            one_line(record.content if record else "(gone)", 160),
+        kind = Text("\n").join(
+            [one_line(record.tier, 12), one_line(record.record_type, 20)] if record else []
         )
+        rows.append(
+            [
+                Text(str(result.rank)),
+                one_line(result.id, 60),
+                Text(f"{result.score:.4f}"),
+                Text(f"{result.keyword_score:.4f}"),
+                Text(f"{result.vector_score:.4f}"),
+                kind,
+            ]
+        )
+    heads = ("#", "id", "score", "keyword", "vector", "tier/type")
+    widths = [
+        max(
+            [len(head)]
+            + [max((len(line) for line in row[i].plain.split("\n")), default=0) for row in rows]
+        )
+        for i, head in enumerate(heads)
+    ]
+    widths[1] = min(widths[1], MAX_ID_WIDTH)
+    # Each column has a space either side and a rule after it; one rule opens the row.
+    rest = out.width - sum(widths) - 3 * (len(heads) + 1) - 1
+    content_width = max(MIN_CONTENT_WIDTH, rest)
+    table = Table()
+    for head in heads:
+        justify = "left" if head in ("id", "tier/type") else "right"
+        if head == "id":
+            table.add_column(head, justify="right", overflow="fold", max_width=MAX_ID_WIDTH)
+        else:
+            table.add_column(head, justify=justify, no_wrap=True)
+    table.add_column("content", no_wrap=True, width=content_width)
+    for result, row in zip(response.results, rows, strict=True):
+        record = records.get(result.id)
+        content = one_line(record.content if record else "(gone)", content_width * 3)
+        table.add_row(*row, clip_lines(content, content_width))
     out.print(table)
 
 
-def arithmetic_line(result: SearchResult) -> str:
-    """``keyword raw → norm × w = part  +  vector raw → norm × w = part  =  score``."""
-    weights = result.trace["weights"]
-    parts = []
-    for lane, norm in (("keyword", result.keyword_score), ("vector", result.vector_score)):
-        raw = result.trace[lane]["raw"]
-        part = weights[lane] * norm
-        shown_raw = _fmt(raw) if raw is not None else "— (not in pool)"
-        parts.append(f"{lane} {shown_raw} → {norm:.4f} × {weights[lane]:.2f} = {part:.4f}")
-    return "  +  ".join(parts) + f"  =  {result.score:.4f}"
+# ---------------------------------------------------------------- the explanation
+
+
+def _lane_segments(step: LaneStep, fallback: bool) -> list[str]:
+    """A lane's arithmetic in pieces that a line may break between."""
+    tail = f"× {step.weight} = {step.part}"
+    if step.raw is None:
+        if fallback:
+            return ["lane off (fallback) → 0", tail]
+        return ["not found by this lane → 0", tail, "(the weights are not re-divided)"]
+    if step.all_equal:
+        return [f"raw {step.raw}", "→ all-equal pool → 1.0", tail]
+    return [
+        f"raw {step.raw}",
+        f"→ ({step.raw} − {step.low})",
+        f"/ ({step.high} − {step.low})",
+        f"= {step.normalized} {tail}",
+    ]
+
+
+def _fill(segments: list[str], head: str, width: int) -> list[str]:
+    """``head`` then the segments, broken between segments to fit ``width``; later lines
+    are indented under the first segment."""
+    indent = " " * len(head)
+    lines, line = [], head + segments[0]
+    for segment in segments[1:]:
+        if len(line) + 1 + len(segment) > width:
+            lines.append(line)
+            line = indent + segment
+        else:
+            line += " " + segment
+    lines.append(line)
+    return lines
+
+
+def explanation_lines(
+    result: SearchResult,
+    pools: dict[str, Any],
+    width: int,
+    places: dict[str, int] | None = None,
+) -> list[str]:
+    """The arithmetic of ``result``: one line (or two, when narrow) per lane, then the sum."""
+    shown = arithmetic(result, pools, places)
+    lines = []
+    for step in shown.steps:
+        segments = _lane_segments(step, bool(result.trace.get("fallback")))
+        lines.extend(_fill(segments, f"  {step.lane:<8} ", width))
+    parts = " + ".join(step.part for step in shown.steps)
+    lines.append(f"  {'score':<8} {parts} = {shown.score}")
+    return lines
 
 
 def _print_explanation(
@@ -324,6 +633,8 @@ def _print_explanation(
     result: SearchResult,
     record: Any,
     explanations: dict[str, dict[str, Any]],
+    pools: dict[str, Any],
+    places: dict[str, int],
 ) -> None:
     out.print()
     head = Text(f"#{result.rank}  record ", style="bold")
@@ -332,60 +643,45 @@ def _print_explanation(
         head.append(f"  {record.tier} ")
         head.append(one_line(record.record_type, 20))
     out.print(head)
-    out.print(Text("  " + arithmetic_line(result)))
+    lines = explanation_lines(result, pools, out.width, places)
+    for line in lines[:-1]:
+        out.print(Text(line))
     weights = result.trace["weights"]
     recomputed = weights["keyword"] * result.keyword_score + weights["vector"] * result.vector_score
     adds_up = abs(recomputed - result.score) <= 1e-12
-    out.print(
-        Text(
-            "  adds up: yes" if adds_up else f"  adds up: NO (recomputed {recomputed!r})",
-            style="green" if adds_up else "bold red",
-        )
+    total = Text(lines[-1])
+    total.append(
+        "   adds up: yes" if adds_up else f"   adds up: NO (recomputed {recomputed!r})",
+        style="green" if adds_up else "bold red",
     )
-    missing = [lane for lane in ("keyword", "vector") if result.trace[lane]["raw"] is None]
-    for lane in missing:
-        out.print(
-            Text(
-                f"  not in the {lane} pool: scores 0 there (the weights are not re-divided)",
-                style="dim",
-            )
-        )
+    out.print(total)
     if result.trace["fallback"]:
         out.print(safe_text(f"  fallback: {result.trace['fallback']}", style="yellow"))
     detail = explanations.get(result.id)
     if not detail:
         return
-    table = Table(title="  BM25 by term", title_justify="left", padding=(0, 1))
+    out.print(Text("  BM25 by term", style="bold"))
+    table = Table(padding=(0, 1))
     for column in ("term", "df", "idf", "tf", "len/avg", "contribution"):
         table.add_column(column, justify="left" if column == "term" else "right", no_wrap=True)
     for term in detail["terms"]:
         table.add_row(
             one_line(term["term"], 40),
             str(term["df"]),
-            f"{term['idf']:.4f}",
+            f"{term['idf']:.6f}",
             str(term["tf"]),
-            f"{term['doc_len']}/{term['avg_len']:.2f}",
-            f"{term['contribution']:.4f}",
+            f"{term['doc_len']}/{term['avg_len']:.6f}",
+            f"{term['contribution']:.6f}",
         )
+    table.add_row("sum", "", "", "", "", f"{detail['total']:.6f}", style="bold")
+    out.print(Padding(table, (0, 0, 0, 2), expand=False))
     fts = detail["bm25"]
-    table.add_row(
-        "sum",
-        "",
-        "",
-        "",
-        "",
-        f"{detail['total']:.4f}",
-        style="bold",
-    )
-    out.print(table)
-    out.print(
-        Text(
-            f"  sum {detail['total']:.6f} = -bm25() {_fmt(-fts if fts is not None else None, 6)}"
-            f" (keyword raw {_fmt(result.trace['keyword']['raw'], 6)}); "
-            f"N = {detail['rows']} rows, k1 = 1.2, b = 0.75",
-            style="dim",
-        )
-    )
+    line = f"  sum {detail['total']:.6f} = -bm25() {_fmt(-fts if fts is not None else None)}"
+    raw = result.trace["keyword"]["raw"]
+    if _fmt(raw) != _fmt(detail["total"]):
+        line += f" (keyword raw {_fmt(raw)})"
+    line += f"; N = {detail['rows']} rows, k1 = 1.2, b = 0.75"
+    out.print(Text(line, style="dim"))
 
 
 @click.command()
