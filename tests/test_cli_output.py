@@ -118,6 +118,50 @@ def check_breakdowns(out: str) -> list[tuple[str, str, str]]:
     return seen
 
 
+BM25_ROW = re.compile(
+    rf"^  │ (\S+)\s+│\s+(\d+) │\s+{NUMBER} │\s+(\d+) │\s+(\d+)/{NUMBER} │\s+{NUMBER} │$"
+)
+BM25_SUM = re.compile(rf"^  │ sum\s+│.*│\s+{NUMBER} │$")
+BM25_N = re.compile(r"^  sum \S+ = -bm25\(\) \S+; N = (\d+) rows, k1 = 1\.2, b = 0\.75$")
+
+
+def check_bm25_tables(out: str) -> int:
+    """Recompute every BM25 table from its printed numbers: each idf from N and df, each
+    contribution from its row, the sum from the contributions. Returns how many tables."""
+    tables = 0
+    terms: list[tuple[str, ...]] = []
+    total = None
+    for line in out.splitlines():
+        if row := BM25_ROW.match(line):
+            terms.append(row.groups())
+        elif row := BM25_SUM.match(line):
+            total = row.group(1)
+        elif (count := BM25_N.match(line)) and terms:
+            rows = Decimal(count.group(1))
+            k1, b = Decimal("1.2"), Decimal("0.75")
+            contributions = []
+            for _term, df, idf, tf, doc_len, avg_len, contribution in terms:
+                with localcontext() as ctx:
+                    ctx.prec = 60
+                    exact_idf = (
+                        (rows - int(df) + Decimal("0.5")) / (int(df) + Decimal("0.5"))
+                    ).ln()
+                    assert rounded(exact_idf, idf) == Decimal(idf), line
+                    exact = (
+                        Decimal(idf)
+                        * int(tf)
+                        * (k1 + 1)
+                        / (int(tf) + k1 * (1 - b + b * int(doc_len) / Decimal(avg_len)))
+                    )
+                assert rounded(exact, contribution) == Decimal(contribution), (terms, line)
+                contributions.append(Decimal(contribution))
+            assert total is not None and places(total) == 6
+            assert rounded(sum(contributions), total) == Decimal(total), (terms, total)
+            tables += 1
+            terms, total = [], None
+    return tables
+
+
 @pytest.mark.parametrize("width", [80, 200])
 def test_explain_recomputes_from_the_printed_numbers(cli_db, width):
     out = run("search", str(cli_db), QUERY, "--explain", "--limit", "12", width=width)
@@ -130,6 +174,8 @@ def test_explain_recomputes_from_the_printed_numbers(cli_db, width):
     data = json.loads(run("search", str(cli_db), QUERY, "--limit", "12", "--json"))
     scores = [f"{item['search']['score']:.6f}" for item in data["results"]]
     assert re.findall(r"^  score .* = (\S+)   adds up", out, re.M) == scores
+    # And each BM25 table recomputes too: idf, contributions, their sum.
+    assert check_bm25_tables(out) == 8
 
 
 def test_explain_recomputes_under_other_weights_and_keyword_only(cli_db):

@@ -385,6 +385,54 @@ def lane_places(results: list[SearchResult], pools: dict[str, Any]) -> dict[str,
     return places
 
 
+def _bm25_term(idf: Decimal, tf: int, doc_len: int, avg_len: Decimal, k1: str, b: str) -> Decimal:
+    """FTS5's per-term BM25 from printed numbers, exactly."""
+    k, bb = Decimal(k1), Decimal(b)
+    with localcontext() as ctx:
+        ctx.prec = 50
+        if not tf:
+            return Decimal(0)
+        return idf * tf * (k + 1) / (tf + k * (1 - bb + bb * doc_len / avg_len))
+
+
+def bm25_shown(detail: dict[str, Any]) -> tuple[list[dict[str, str]], str]:
+    """The BM25 table's idf, average length and contribution per term, and the sum, as
+    printed: the sum with 6 places, the rest with as many as needed (6 at least) for the
+    contributions to add up to the sum and each contribution to recompute from its row."""
+    terms = detail["terms"]
+    total = _shown(detail["total"], SHOWN_PLACES)
+    part_places = _places_for(
+        lambda p: _rounds_to(
+            sum((_shown(t["contribution"], p) for t in terms), Decimal(0)), total, SHOWN_PLACES
+        ),
+        SHOWN_PLACES,
+    )
+
+    def recomputes(term: dict[str, Any], places: int) -> bool:
+        exact = _bm25_term(
+            _shown(term["idf"], places),
+            int(term["tf"]),
+            int(term["doc_len"]),
+            _shown(term["avg_len"], places),
+            weight_text(term.get("k1", 1.2)),
+            weight_text(term.get("b", 0.75)),
+        )
+        return _rounds_to(exact, _shown(term["contribution"], part_places), part_places)
+
+    places = max(
+        [part_places] + [_places_for(partial(recomputes, term), part_places) for term in terms]
+    )
+    rows = [
+        {
+            "idf": _fmt(term["idf"], places),
+            "avg_len": _fmt(term["avg_len"], places),
+            "contribution": _fmt(term["contribution"], part_places),
+        }
+        for term in terms
+    ]
+    return rows, f"{total}"
+
+
 # ---------------------------------------------------------------- the header
 
 
@@ -664,16 +712,17 @@ def _print_explanation(
     table = Table(padding=(0, 1))
     for column in ("term", "df", "idf", "tf", "len/avg", "contribution"):
         table.add_column(column, justify="left" if column == "term" else "right", no_wrap=True)
-    for term in detail["terms"]:
+    rows, total = bm25_shown(detail)
+    for term, shown in zip(detail["terms"], rows, strict=True):
         table.add_row(
             one_line(term["term"], 40),
             str(term["df"]),
-            f"{term['idf']:.6f}",
+            shown["idf"],
             str(term["tf"]),
-            f"{term['doc_len']}/{term['avg_len']:.6f}",
-            f"{term['contribution']:.6f}",
+            f"{term['doc_len']}/{shown['avg_len']}",
+            shown["contribution"],
         )
-    table.add_row("sum", "", "", "", "", f"{detail['total']:.6f}", style="bold")
+    table.add_row("sum", "", "", "", "", total, style="bold")
     out.print(Padding(table, (0, 0, 0, 2), expand=False))
     fts = detail["bm25"]
     line = f"  sum {detail['total']:.6f} = -bm25() {_fmt(-fts if fts is not None else None)}"
