@@ -122,6 +122,37 @@ def test_values_are_json_from_orjson_blobs_and_secrets_stay_masked(plain):
     assert out.exit_code == 0 and SECRET not in out.output
 
 
+def test_detail_json_keeps_text_readable_and_controls_visible(plain):
+    from memtui.tui.format import detail_sections
+
+    conn = sqlite3.connect(plain)
+    with conn:
+        conn.execute(
+            "UPDATE store SET value = ? WHERE key = 'pref-color'",
+            (json.dumps({"text": "bidi \u202e and escape \x1b[31m", "api_key": "sk-x"}).encode(),),
+        )
+    conn.close()
+    with open_source(plain, now=NOW) as source:
+        nested = source.detail("lg:memories.user-2.notes/unicod%C3%A9%20%E2%9C%93")[0].rows[0][0]
+        assert '"Café meeting notes about the quarterly budget"' in nested
+        secret = source.detail("lg:memories.user-2/with%20space%20%26%20100%25")[0].rows[0][0]
+        assert '"api_key": "•••••••• (masked)"' in secret and "\\u2022" not in secret
+        hostile = source.detail("lg:memories.user-1/pref-color")
+        shown = detail_sections(hostile[:1]).plain
+        assert "\u202e" not in shown and "\x1b" not in shown  # never reach the terminal
+        assert "bidi \\u202e and escape \\u001b[31m" in shown  # visible escapes instead
+
+
+def test_text_fields_are_joined_on_one_line(plain):
+    """memtui joins a value's text fields with " · ": no newline of its own in a row."""
+    with open_source(plain, now=NOW) as source:
+        trip = source.get("lg:memories.user-1/trip%2F2026%3Aparis")
+        assert trip.content == "Planning a trip to Paris in spring · travel · europe"
+        assert [r.id for r in source.search("spring europe").results] == [trip.id]
+        nested = source.get("lg:memories.user-2.notes/unicod%C3%A9%20%E2%9C%93")
+        assert nested.content == "Café meeting notes about the quarterly budget · budget up"
+
+
 def test_expiry_uses_langgraphs_rule_in_both_text_forms(plain):
     short = stored(plain, "short")
     refreshed = stored(plain, "refreshed")

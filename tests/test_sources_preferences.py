@@ -7,6 +7,7 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from conftest import fixed_clock
 from fixtures.sources_support import CANARY, CANARY2, PREFERENCES, copy_fixture, occurrences
 
 from memtui.cli import main
@@ -234,3 +235,23 @@ def test_a_quote_is_the_value_as_a_whole_phrase(prefs):
             {"id": "work:3", "session": "s-beta", "eligible_for_future_context": False}
         ]
         assert "1 work row still quotes" in outcome.problem
+
+
+def test_work_content_is_one_line_and_detail_times_have_one_format(prefs):
+    with open_source(prefs, allow_writes=True, clock=fixed_clock) as source:
+        work = source.get("work:1")
+        # memtui joins prompt and result itself: with " · ", not a newline of its own.
+        assert work.content == (
+            "plan the team lunch · Booked the indoor room, away from the qwphlumbix pollen terrace"
+        )
+        assert source.get("work:4").content == "draft a reply"  # no result yet
+        # Every time in the detail as the app shows a record's created_at.
+        sections = {s.title: s for s in source.detail("pref:5")}
+        versions = sections["versions of 'tone' in session 's-beta'"]
+        assert versions.rows[0][4] == "2026-11-30 12:02:00 UTC"
+        assert [r[3] for r in sections["memory events"].rows] == ["2026-11-30 12:02:00 UTC"]
+        source.forget("pref:5", reason="asked")
+        assert [r[1] for r in source.history_section("pref:5").rows] == [
+            "2026-11-30 12:00:00 UTC",
+            "2026-11-30 12:00:00 UTC",
+        ]

@@ -89,7 +89,16 @@ def test_collection_choice_defaults_and_errors(tmp_path):
         client.create_collection(
             name, vectors_config=models.VectorParams(size=size, distance=models.Distance.DOT)
         )
-    client.upsert("alpha", [models.PointStruct(id=7, vector=[1, 0, 0, 0], payload={"text": "x"})])
+    client.upsert(
+        "alpha",
+        [
+            models.PointStruct(id=7, vector=[1, 0, 0, 0], payload={"text": "x"}),
+            # No text key: every string of the payload, joined on one line.
+            models.PointStruct(
+                id=8, vector=[0, 1, 0, 0], payload={"title": "t1", "notes": ["n1", "n2"]}
+            ),
+        ],
+    )
     client.update_collection_aliases(
         [
             models.CreateAliasOperation(
@@ -102,14 +111,15 @@ def test_collection_choice_defaults_and_errors(tmp_path):
         open_source(path)
     message = str(raised.value)
     assert "holds 2 Qdrant collections; pick one with --collection NAME" in message
-    assert "alpha (1 points, 4 dims, Dot" in message and "beta (0 points, 1024 dims" in message
-    assert [c.to_json()["points"] for c in raised.value.collections] == [1, 0]
+    assert "alpha (2 points, 4 dims, Dot" in message and "beta (0 points, 1024 dims" in message
+    assert [c.to_json()["points"] for c in raised.value.collections] == [2, 0]
     with pytest.raises(SourceError, match="has no collection 'gamma'; it holds: alpha"):
         open_source(path, collection="gamma")
     with opened(path, collection="current") as source:  # an alias
         assert type(source) is QdrantSource and source.info.name == "alpha"
         record = source.get("qd:7")
         assert record is not None and record.content == "x" and record.metadata["point_id"] == 7
+        assert source.get("qd:8").content == "t1 · n1 · n2"
     line = one_error_line(CliRunner().invoke(main, ["records", str(path)]))
     assert "pick one with --collection NAME" in line
     result = CliRunner().invoke(main, ["records", str(path), "--collection", "alpha", "--json"])
@@ -448,7 +458,11 @@ def test_the_web_search_cache_is_recognized_and_labelled(folder):
             r.id for r in source.iter_records()
         }
         assert live.metadata["cache"].endswith("(not agent memory)")
-        assert "jinja2" in live.content and "Result for" in live.content
+        # The query and the results' text fields, joined on one line.
+        assert live.content == (
+            "CVE-2024 jinja2 sandbox escape · Result for CVE-2024 jinja2 sandbox escape · "
+            "https://advisories.example/1 · advisory text"
+        )
         assert [r.id for r in source.search("flask debug").results] == []
         assert source.search("flask debug").trace["excluded"]["expired"] == 1
     later = "2026-12-07T00:00:00Z"

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from memtui.core.records import parse_timestamp
 from memtui.core.search import SearchResponse, SearchResult, rerank
 from memtui.core.secrets import mask_metadata
 from memtui.core.store import MemoryStoreError
@@ -52,6 +53,11 @@ CAPABILITIES: frozenset[str] = frozenset(
         "history",
     }
 )
+
+FIELD_SEPARATOR = " · "
+"""Between the text fields memtui joins into one record's content (a JSON value's
+strings, a prompt and its result): memtui's own joint, not a control character, so a
+table row or a search result stays on one line. Stored text is left as it is."""
 
 DEFAULT_PAGE_SIZE = 200
 MAX_PAGE_SIZE = 5000
@@ -213,6 +219,18 @@ def decode_id(kind_prefix: str, record_id: str, parts: int) -> tuple[str, ...] |
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def display_time(value: Any) -> str:
+    """A time as the app shows a record's: ``YYYY-MM-DD HH:MM:SS UTC`` (from ISO text or
+    an aware datetime); anything else as written, and None as an empty cell."""
+    if value is None:
+        return ""
+    try:
+        moment = parse_timestamp(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def unknown_filter_error(key: str, allowed: Iterable[str]) -> SourceError:

@@ -38,7 +38,13 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from memtui.sources.base import DetailSection, SourceError, SourceRecord, SourceSummary
+from memtui.sources.base import (
+    FIELD_SEPARATOR,
+    DetailSection,
+    SourceError,
+    SourceRecord,
+    SourceSummary,
+)
 from memtui.sources.qdrant import (
     WEB_CACHE_PATTERN,
     PointData,
@@ -324,7 +330,7 @@ class WebSearchCacheSource(QdrantSource):
             id=record_id_of(point.pid),
             tier="web-search-cache",
             record_type="cached-search",
-            content="\n".join(line for line in lines if line),
+            content=FIELD_SEPARATOR.join(line for line in lines if line),
             scope={},
             created_at=epoch_text(payload.get("created_at")),
             expires_at=epoch_text(expires),

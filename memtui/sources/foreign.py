@@ -34,6 +34,7 @@ from memtui.sources.base import (
     SourceRecord,
     SourceSearchResult,
     SourceSummary,
+    display_time,
     require_reason,
     wrap_results,
 )
@@ -623,7 +624,14 @@ class ForeignSqliteSource(MemorySource):
 
     def history_section(self, record_id: str) -> DetailSection:
         rows = [
-            (e["id"], e["at"], e["operator"], e["action"], e.get("status", ""), e["reason"])
+            (
+                e["id"],
+                display_time(e["at"]),
+                e["operator"],
+                e["action"],
+                e.get("status", ""),
+                e["reason"],
+            )
             for e in reversed(self.audit_events())
             if record_id in [str(i) for i in e["record_ids"]]
         ]

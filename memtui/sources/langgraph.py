@@ -3,9 +3,9 @@
 - Records are the ``store`` rows: namespace (the dotted ``prefix``) and key.
   The namespace is the scope tree: its first label is the tier, and the
   ``namespace`` filter matches a namespace and everything under it.
-- ``value`` is JSON (in 3.1.2 a BLOB of orjson bytes): its text fields are the
-  searchable content (secret-named fields left out); the whole JSON is in
-  ``metadata["value"]`` (masked when shown).
+- ``value`` is JSON (in 3.1.2 a BLOB of orjson bytes): its text fields, joined
+  with " · ", are the searchable content (secret-named fields left out); the
+  whole JSON is in ``metadata["value"]`` (masked when shown).
 - Expiry is LangGraph's own rule: its sweep deletes ``expires_at <
   CURRENT_TIMESTAMP`` (text comparison against ``YYYY-MM-DD HH:MM:SS``), so the
   boundary second is still live. Both of the library's ``expires_at`` forms
@@ -31,6 +31,7 @@ from memtui.core.records import format_timestamp
 from memtui.core.secrets import is_secret_key
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
+    FIELD_SEPARATOR,
     DetailSection,
     Page,
     SourceError,
@@ -242,7 +243,7 @@ class LangGraphSource(ForeignSqliteSource):
             metadata["vector_fields"] = str(fields).split("\x1f")
         elif self.has_vectors():
             metadata["vector_fields"] = []
-        content = "\n".join(text_fields(value)) if problem is None else str(value)
+        content = FIELD_SEPARATOR.join(text_fields(value)) if problem is None else str(value)
         return SourceRecord(
             id=encode_id(ID_PREFIX, prefix, key),
             tier=prefix.split(".", 1)[0] if prefix else "",
@@ -356,7 +357,16 @@ class LangGraphSource(ForeignSqliteSource):
             DetailSection(
                 title="value (full JSON, secrets masked)",
                 columns=("json",),
-                rows=[(json.dumps(mask_metadata(record.metadata.get("value")), indent=2),)],
+                # Text as written (the app shows control characters as visible escapes).
+                rows=[
+                    (
+                        json.dumps(
+                            mask_metadata(record.metadata.get("value")),
+                            indent=2,
+                            ensure_ascii=False,
+                        ),
+                    )
+                ],
             )
         ]
         if self.has_vectors():

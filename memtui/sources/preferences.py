@@ -31,7 +31,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memtui.core.records import format_timestamp
-from memtui.sources.base import DetailSection, SourceError, SourceRecord
+from memtui.sources.base import (
+    FIELD_SEPARATOR,
+    DetailSection,
+    SourceError,
+    SourceRecord,
+    display_time,
+)
 from memtui.sources.union_view import UnionViewSource
 
 TIERS = ("preference", "work")
@@ -45,6 +51,11 @@ def _epoch_text(value: Any) -> str | None:
         return format_timestamp(datetime.fromtimestamp(float(value), tz=UTC))
     except (TypeError, ValueError, OverflowError, OSError):
         return str(value)
+
+
+def _epoch_shown(value: Any) -> str:
+    """An epoch time in a detail row, as the app shows a record's created_at."""
+    return display_time(_epoch_text(value))
 
 
 class PreferenceSource(UnionViewSource):
@@ -165,7 +176,7 @@ class PreferenceSource(UnionViewSource):
     def _work(self, row: tuple[Any, ...]) -> SourceRecord:
         rid, origin, session, prompt, result, status, created, stamped, current = row
         eligible = stamped == current
-        content = prompt if result is None else f"{prompt}\n{result}"
+        content = prompt if result is None else f"{prompt}{FIELD_SEPARATOR}{result}"
         return SourceRecord(
             id=f"work:{rid}",
             tier="work",
@@ -215,7 +226,7 @@ class PreferenceSource(UnionViewSource):
                 DetailSection(
                     title=f"versions of {name!r} in session {session!r}",
                     columns=("id", "active", "value", "source", "created"),
-                    rows=[(f"pref:{r[0]}", r[1], r[2], r[3], _epoch_text(r[4])) for r in rows],
+                    rows=[(f"pref:{r[0]}", r[1], r[2], r[3], _epoch_shown(r[4])) for r in rows],
                 )
             )
             if self._has_events():
@@ -229,7 +240,7 @@ class PreferenceSource(UnionViewSource):
                     DetailSection(
                         title="memory events",
                         columns=("seq", "kind", "payload", "created"),
-                        rows=[(r[0], r[1], r[2], _epoch_text(r[3])) for r in events],
+                        rows=[(r[0], r[1], r[2], _epoch_shown(r[3])) for r in events],
                         note=None if events else "no events name this preference",
                     )
                 )

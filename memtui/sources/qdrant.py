@@ -69,6 +69,7 @@ from memtui.core.records import format_timestamp
 from memtui.core.secrets import is_secret_key
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
+    FIELD_SEPARATOR,
     DetailSection,
     Page,
     SourceError,
@@ -1058,7 +1059,7 @@ class QdrantSource(ForeignSqliteSource):
                 text = payload[key]
                 break
         if not text:
-            text = "\n".join(text_fields(payload))
+            text = FIELD_SEPARATOR.join(text_fields(payload))
         created = payload.get("created_at")
         return SourceRecord(
             id=record_id_of(point.pid),
