@@ -644,13 +644,13 @@ def _lane_segments(step: LaneStep, fallback: bool) -> list[str]:
     ]
 
 
-def _fill(segments: list[str], head: str, width: int) -> list[str]:
-    """``head`` then the segments, broken between segments to fit ``width``; later lines
-    are indented under the first segment."""
+def _fill(segments: list[str], head: str, width: int, break_before: int | None = None) -> list[str]:
+    """``head`` then the segments, broken between segments to fit ``width`` (and before
+    segment ``break_before``); later lines are indented under the first segment."""
     indent = " " * len(head)
     lines, line = [], head + segments[0]
-    for segment in segments[1:]:
-        if len(line) + 1 + len(segment) > width:
+    for index, segment in enumerate(segments[1:], start=1):
+        if index == break_before or len(line) + 1 + len(segment) > width:
             lines.append(line)
             line = indent + segment
         else:
@@ -667,10 +667,15 @@ def explanation_lines(
 ) -> list[str]:
     """The arithmetic of ``result``: one line (or two, when narrow) per lane, then the sum."""
     shown = arithmetic(result, pools, places)
+    fallback = bool(result.trace.get("fallback"))
+    lanes = [(f"  {step.lane:<8} ", _lane_segments(step, fallback)) for step in shown.steps]
+    # When one lane's arithmetic needs two lines, each full one breaks at the same place,
+    # before "= normalized × weight = part", so the lanes read alike.
+    split = any(len(head + " ".join(segments)) > width for head, segments in lanes)
     lines = []
-    for step in shown.steps:
-        segments = _lane_segments(step, bool(result.trace.get("fallback")))
-        lines.extend(_fill(segments, f"  {step.lane:<8} ", width))
+    for head, segments in lanes:
+        full = len(segments) == 4
+        lines.extend(_fill(segments, head, width, 3 if split and full else None))
     parts = " + ".join(step.part for step in shown.steps)
     lines.append(f"  {'score':<8} {parts} = {shown.score}")
     return lines
