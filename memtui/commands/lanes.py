@@ -32,8 +32,8 @@ WIDE = 100
 """From this many columns on, the tables spread out: the full interval bar, more ids."""
 MAX_IDS_SHOWN = 8
 NARROW_IDS_SHOWN = 3
-MIN_TEXT_WIDTH = 30
-"""Fewest columns a table's wrapped text (content, titles) keeps before narrower cells give way."""
+MIN_TACTIC_WIDTH = 50
+"""Below this width for a tactic's text, its grade wraps onto two lines to leave the text more."""
 
 
 def _number(value: float | None) -> Text:
@@ -136,10 +136,10 @@ def _tactic_text(row: dict[str, Any]) -> Text:
 
 
 def _tactics_table(out: Console, rows: list[dict[str, Any]]) -> Table:
-    # 36 columns of rules, padding, id, tool, hits/n and Wilson LB besides grade and text:
-    # the grade wraps ("HYPOTHESIS —" / "re-verify") when the text would be left too little.
+    # About 42 columns go to rules, padding, id, tool, hits/n and Wilson LB; the grade
+    # wraps ("HYPOTHESIS —" / "re-verify") when it would leave the text too little.
     grade_width = len(HYPOTHESIS_MARK)
-    if out.width - 36 - grade_width - 10 < MIN_TEXT_WIDTH:
+    if out.width - 42 - grade_width < MIN_TACTIC_WIDTH:
         grade_width = len("HYPOTHESIS —")
     table = _table()
     table.add_column("grade", width=grade_width)
