@@ -194,6 +194,12 @@ async def test_forget_from_the_browse_table_follows_the_stores_rule(kind, target
             dialog = app.screen
             assert isinstance(dialog, ConfirmRecordAction) and dialog.record.id == target
             assert app.focused is dialog.query_one("#reason", Input)
+            # The store's rule, as a sentence, then what it removes.
+            warning = dialog.what_happens().plain
+            rule = source.forget_preview(target)["rule"]
+            assert warning.startswith(f"This cannot be undone. {rule}")
+            if also:
+                assert warning.endswith(f"without the value. Removes {1 + len(also)} records.")
             await type_text(pilot, "subject asked")
             await pilot.click("#confirm")
             await settle(pilot)

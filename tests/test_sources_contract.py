@@ -304,6 +304,15 @@ def test_forget_removes_the_record_everywhere_and_audits(case, store_path):
         assert any(e["id"] == outcome.event_id for e in reopened.audit_events())
 
 
+def test_the_forget_rule_is_a_sentence(case, store_path):
+    """The app's dialog reads "This cannot be undone. <rule> Removes N records." and the
+    CLI "Rule: <rule>. This cannot be undone": the rule is one whole sentence."""
+    with opened(case, store_path, read_only=True) as source:
+        target = case.forget_id or source.search(case.query).results[0].id
+        rule = source.forget_preview(target)["rule"]
+        assert rule[:1].isupper() and rule.endswith(".") and not rule.endswith(".."), rule
+
+
 def test_clock_is_injectable(case, store_path):
     with opened(case, store_path, read_only=True) as source:
         assert source.expiry_rule

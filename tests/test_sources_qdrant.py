@@ -554,7 +554,7 @@ def test_forget_on_a_folder_deletes_the_point_purges_the_file_and_audits(folder)
         source.search("staging credential")  # the cache holds a copy too
         preview = source.forget_preview(record_id(8))
         assert preview["rule"] == (
-            "the point (payload and vectors) from storage.sqlite (then VACUUM)"
+            "The point (payload and vectors) is deleted from storage.sqlite (then VACUUM)."
         )
         outcome = source.forget(record_id(8), reason="leaked secret", operator="ana")
         assert outcome.verified, outcome

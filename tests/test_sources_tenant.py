@@ -68,7 +68,7 @@ def test_now_must_be_a_whole_number(evidence):
 def test_forget_is_scoped_to_one_tenant(evidence):
     with open_source(evidence, now=10, allow_writes=True) as source:
         assert source.forget_preview("ev:globex/r-1")["rule"].endswith(
-            "the same id in other tenants stays"
+            "the same id in other tenants stays."
         )
         assert occurrences(evidence, CANARY)["word"] == 1
         outcome = source.forget("ev:globex/r-1", reason="tenant offboarded")

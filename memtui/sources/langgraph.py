@@ -427,7 +427,10 @@ class LangGraphSource(ForeignSqliteSource):
         )
         return {
             "records": [record_id],
-            "rule": "the store row and every vector of it; freed pages purged (VACUUM)",
+            "rule": (
+                "The store row and every vector of it are deleted, and the freed pages "
+                "purged (VACUUM)."
+            ),
             "counts": {"rows": 1, "vectors": vectors},
         }
 

@@ -331,7 +331,10 @@ class LettaSource(UnionViewSource):
         )
         return {
             "records": [record.id],
-            "rule": "the passage row (text and embedding) and its tag rows; freed pages purged",
+            "rule": (
+                "The passage row (text and embedding) and its tag rows are deleted, and the "
+                "freed pages purged (VACUUM)."
+            ),
             "counts": {"passages": 1, "tag_rows": tags},
         }
 

@@ -542,11 +542,11 @@ class Mem0Source(QdrantSource):
         point = self.point(record.id) is not None
         where = "the server" if self.is_server else "storage.sqlite"
         rule = (
-            f"the point from {where} and the text of its {len(rows)} history row(s) "
-            "(the events stay); freed pages purged (VACUUM) in both files"
+            f"The point is deleted from {where} and the text of its {len(rows)} history "
+            "row(s) cleared (the events stay); freed pages are purged (VACUUM) in both files."
             if point
-            else f"the text of its {len(rows)} history row(s) (mem0 already deleted the point; "
-            "the events stay); freed pages purged (VACUUM)"
+            else f"The text of its {len(rows)} history row(s) is cleared (mem0 already deleted "
+            "the point; the events stay); freed pages are purged (VACUUM)."
         )
         return {
             "records": [record.id],

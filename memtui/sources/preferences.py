@@ -288,9 +288,9 @@ class PreferenceSource(UnionViewSource):
         return {
             "records": [f"pref:{v[0]}" for v in versions],
             "rule": (
-                f"every version of {record.scope['name']!r} in session "
-                f"{record.scope['session']!r} deleted, the session's revision advanced "
-                "(its past work leaves future context), an event logged without the value"
+                f"Every version of {record.scope['name']!r} in session "
+                f"{record.scope['session']!r} is deleted, the session's revision advanced "
+                "(its past work leaves future context), and an event logged without the value."
             ),
             "counts": {"versions": len(versions), "session_work": work},
         }

@@ -1355,7 +1355,7 @@ class QdrantSource(ForeignSqliteSource):
         where = "the server" if self.is_server else "storage.sqlite (then VACUUM)"
         return {
             "records": [record.id],
-            "rule": f"the point (payload and vectors) from {where}",
+            "rule": f"The point (payload and vectors) is deleted from {where}.",
             "counts": {"points": 1},
         }
 

@@ -263,8 +263,8 @@ class TenantEvidenceSource(ForeignSqliteSource):
         return {
             "records": [record.id],
             "rule": (
-                f"record {record.metadata['record_id']!r} of tenant {record.scope['tenant']!r} "
-                "only; the same id in other tenants stays"
+                f"Only record {record.metadata['record_id']!r} of tenant "
+                f"{record.scope['tenant']!r} is deleted; the same id in other tenants stays."
             ),
             "counts": {"rows": 1},
         }
