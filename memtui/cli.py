@@ -22,7 +22,7 @@ from memtui.commands.common import (
     source_options,
 )
 from memtui.commands.lanes import lanes
-from memtui.commands.maintenance import check, compact, reindex_text
+from memtui.commands.maintenance import check, compact, migrate, reindex_text
 from memtui.commands.search import reindex, search
 from memtui.commands.sources import audit, cache, forget, forget_gaps, info, records, refute
 from memtui.core.corpus import load_corpus
@@ -98,22 +98,53 @@ def open_command(
 @operator_option
 def ingest(corpus: Path, db: Path, embedder: str, operator: str | None) -> None:
     """Load a corpus (JSON list of records) into DB, all or nothing."""
-    rows = load_corpus(corpus)
+    rows = load_corpus(corpus)  # validated whole before anything is opened
     chosen = resolve_embedder(embedder)
-    with MemoryStore(db, clock=fixed_clock(), embedder=chosen, operator=operator) as store:
-        with click.progressbar(
-            length=len(rows), label="ingesting", file=sys.stderr, show_pos=True
-        ) as bar:
-            state = {"done": 0}
-
-            def progress(done: int, total: int) -> None:
-                bar.update(done - state["done"])
-                state["done"] = done
-
-            ids = store.ingest(rows, source=corpus.name, progress=progress)
-        counts = store.tier_counts(include_refuted=True, include_expired=True)
+    created = not db.exists()
+    try:
+        with MemoryStore(db, clock=fixed_clock(), embedder=chosen, operator=operator) as store:
+            with _LoadingBar(len(rows), "ingesting") as progress:
+                ids = store.ingest(rows, source=corpus.name, progress=progress)
+            counts = store.tier_counts(include_refuted=True, include_expired=True)
+    except BaseException:
+        if created:  # all or nothing: a database this command made and failed to fill goes
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(db) + suffix).unlink(missing_ok=True)
+        raise
     summary = ", ".join(f"{tier} {n}" for tier, n in counts.items())
     click.echo(f"ingested {len(ids)} records into {db} ({summary})")
+
+
+class _LoadingBar:
+    """A progress bar on stderr that appears only once loading is under way.
+
+    The store calls ``progress(done, total)`` after each batch it has loaded
+    (and once at the end): a corpus refused before the first batch (a tactic
+    already in the database, say) prints its one error line and no label.
+    """
+
+    def __init__(self, total: int, label: str) -> None:
+        self.total, self.label = total, label
+        self.bar: Any = None
+        self.done = 0
+
+    def __enter__(self) -> _LoadingBar:
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if done >= total:
+                return  # finished at once: nothing to show
+            self.bar = click.progressbar(
+                length=self.total, label=self.label, file=sys.stderr, show_pos=True
+            )
+            self.bar.__enter__()
+        self.bar.update(done - self.done)
+        self.done = done
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
 
 
 @main.command()
@@ -274,6 +305,7 @@ main.add_command(reindex)
 main.add_command(check)
 main.add_command(compact)
 main.add_command(reindex_text)
+main.add_command(migrate)
 
 if __name__ == "__main__":
     main()

@@ -3,7 +3,15 @@ import textwrap
 
 import pytest
 
-from memtui.core.embed import Embedder, EmbedderError, HashEmbedder, resolve_embedder
+from memtui.core.embed import (
+    HASH_MAX_DIM,
+    Embedder,
+    EmbedderError,
+    HashEmbedder,
+    builtin_embedder,
+    embedder_spec,
+    resolve_embedder,
+)
 
 
 def test_hash_embedder_is_deterministic_across_calls_and_instances():
@@ -76,6 +84,30 @@ def plugin_module(tmp_path, monkeypatch):
                 raise RuntimeError("weights missing")
 
             NOT_CALLABLE = 3
+
+            class Broken:
+                name = "broken-3"
+                dim = 3
+
+                def __call__(self, texts):
+                    raise RuntimeError("model weights missing")
+
+            broken = Broken()
+
+            class Wrong:
+                name = "wrong-3"
+                dim = 3
+
+                def __call__(self, texts):
+                    return [[1.0, 2.0] for t in texts]
+
+            wrong = Wrong()
+
+            def exits():
+                raise SystemExit(0)
+
+            def gives_a_class():
+                return Tiny
             """
         )
     )
@@ -110,3 +142,38 @@ def test_module_callable_calls_a_factory(plugin_module):
 def test_unknown_or_broken_names_raise_embedder_error(plugin_module, name, message):
     with pytest.raises(EmbedderError, match=message):
         resolve_embedder(name.format(mod=plugin_module))
+
+
+def test_a_class_is_instantiated_not_used_as_an_embedder(plugin_module):
+    embedder = resolve_embedder(f"{plugin_module}:Tiny")
+    assert not isinstance(embedder, type)
+    assert (embedder.name, embedder.dim) == ("tiny-3", 3)
+    assert embedder(["abc"]) == [[3.0, 1.0, 0.0]]  # a call embeds; it does not build a Tiny
+    assert isinstance(embedder, Embedder)
+    assert embedder.spec == f"{plugin_module}:Tiny" and embedder_spec(embedder) == embedder.spec
+
+
+@pytest.mark.parametrize(
+    ("attr", "message"),
+    [("gives_a_class", "did not give an embedder"), ("exits", "SystemExit")],
+)
+def test_a_factory_must_build_an_instance_and_cannot_exit(plugin_module, attr, message):
+    with pytest.raises(EmbedderError, match=message):
+        resolve_embedder(f"{plugin_module}:{attr}")
+
+
+def test_builtin_names_never_import_and_the_hash_dimension_is_capped(tmp_path, monkeypatch):
+    (tmp_path / "memtui_test_sideeffect.py").write_text(
+        f"open({str(tmp_path / 'imported')!r}, 'w').close()\ndef x():\n    return None\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert builtin_embedder("memtui_test_sideeffect:x") is None
+    assert builtin_embedder("hash-64").name == "hash-64"
+    assert not (tmp_path / "imported").exists()
+    with pytest.raises(EmbedderError, match=f"at most {HASH_MAX_DIM}"):
+        builtin_embedder("hash-100000000")
+    with pytest.raises(EmbedderError, match=f"at most {HASH_MAX_DIM}"):
+        builtin_embedder("hash-" + "9" * 5000)
+    with pytest.raises(EmbedderError, match=f"at most {HASH_MAX_DIM}"):
+        resolve_embedder(f"hash-{HASH_MAX_DIM + 1}")
+    assert resolve_embedder(f"hash-{HASH_MAX_DIM}").dim == HASH_MAX_DIM

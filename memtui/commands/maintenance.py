@@ -1,4 +1,4 @@
-"""Commands that check and maintain a database file: check, compact, reindex-text."""
+"""Commands that check and maintain a database file: check, compact, reindex-text, migrate."""
 
 from __future__ import annotations
 
@@ -7,8 +7,16 @@ from pathlib import Path
 
 import click
 
-from memtui.commands.common import db_argument, emit_json, json_option, open_store, operator_option
+from memtui.commands.common import (
+    db_argument,
+    emit_json,
+    fixed_clock,
+    json_option,
+    open_store,
+    operator_option,
+)
 from memtui.core.check import check_database
+from memtui.core.store import migrate_database
 from memtui.render import escape_controls
 
 
@@ -55,3 +63,23 @@ def reindex_text(db: Path, operator: str | None) -> None:
         count = store.rebuild_text_index()
         event = store.last_event_id
     click.echo(f"rebuilt the full-text index over {count} records (audit event #{event})")
+
+
+@click.command()
+@db_argument
+@operator_option
+def migrate(db: Path, operator: str | None) -> None:
+    """Upgrade DB, written by an older memtui, to this memtui's schema (in place, audited).
+
+    A writable open does this on its own; read-only opens (records, audit,
+    check, the app with --read-only) ask for it first. Forward-only: an older
+    memtui cannot open the file afterwards.
+    """
+    done = migrate_database(db, operator=operator, clock=fixed_clock())
+    if done["event_id"] is None:
+        click.echo(f"{escape_controls(str(db))} is already at schema {done['to_schema']}")
+        return
+    click.echo(
+        f"upgraded {escape_controls(str(db))} from schema {done['from_schema']} to "
+        f"{done['to_schema']} (audit event #{done['event_id']})"
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import re
 import sqlite3
 import struct
@@ -23,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memtui.core.embed import Embedder
+from memtui.core.embed import Embedder, EmbedderError, builtin_embedder, embedder_spec
 from memtui.core.operator import resolve_operator
 from memtui.core.records import (
     SEVERITIES,
@@ -400,6 +401,8 @@ class MemoryStore:
             self.embedder: Embedder | None = None
             if embedder is not None:
                 self._adopt_embedder(embedder)
+            else:
+                self.embedder = self._recorded_builtin()
         except BaseException:
             self._conn.close()
             raise
@@ -469,9 +472,17 @@ class MemoryStore:
         if version == SCHEMA_VERSION:
             return
         if self.read_only:
+            if version == 0:  # nothing to read: not a memtui database (yet)
+                assert self.path is not None
+                empty = "empty (0 bytes)" if self.path.stat().st_size == 0 else "without tables"
+                raise MemoryStoreError(
+                    f"{self.path} is {empty}, not a memtui database; "
+                    f"`memtui ingest CORPUS.json --db {self.path}` makes one there"
+                )
             raise MemoryStoreError(
-                f"{self.path} needs a schema upgrade (schema {version} to {SCHEMA_VERSION}), "
-                "which a read-only open cannot do; open it once without --read-only"
+                f"{self.path} needs a schema upgrade (schema {version} to {SCHEMA_VERSION}): "
+                "it was written by an older memtui and a read-only open cannot change it; "
+                f"run `memtui migrate {self.path}` once to upgrade it in place"
             )
         with self._write():
             for number in range(version + 1, SCHEMA_VERSION + 1):
@@ -483,20 +494,50 @@ class MemoryStore:
                     for trigger in _VECTOR_TRIGGERS:
                         self._conn.execute(trigger)
                 self._conn.execute(f"PRAGMA user_version = {number}")
+            if version >= 1:  # an existing database changed shape: say so in its log
+                self._append_audit(
+                    action="migrate",
+                    record_ids=[],
+                    operator=None,
+                    details={"from_schema": version, "to_schema": SCHEMA_VERSION},
+                )
 
     def _adopt_embedder(self, embedder: Embedder) -> None:
+        """Write new records' vectors with ``embedder``.
+
+        Refused when the file holds vectors of another embedder. Nothing is
+        written here: the file records the embedder in the same transaction as
+        the first vectors it writes (``_store_vectors``), so a write that fails
+        leaves no embedder recorded for vectors that do not exist.
+        """
         recorded = self.recorded_embedder()
         if recorded and (recorded["name"], recorded["dim"]) != (embedder.name, embedder.dim):
-            if self.vector_count():
+            if self.query("SELECT 1 FROM vectors LIMIT 1"):
                 raise MemoryStoreError(
-                    f"this database's vectors were written by {recorded['name']} "
+                    f"this database's vectors were written by {_shown(recorded['name'])} "
                     f"({recorded['dim']} dims), not {embedder.name} ({embedder.dim} dims); "
                     "re-index with that embedder (memtui reindex) before writing with it"
                 )
         self.embedder = embedder
-        if not self.read_only and recorded != {"name": embedder.name, "dim": embedder.dim}:
-            with self._write():
-                self._set_embedder_meta(embedder)
+
+    def _recorded_builtin(self) -> Embedder | None:
+        """The built-in embedder the file records, to embed new records as the others are.
+
+        Only a built-in ``hash-N`` with the recorded dimension: a plug-in named
+        in the file is never imported (the file is untrusted input); a store
+        on such a file writes new records without vectors until it is opened
+        with that embedder (search reports them as ``vectors_missing``).
+        """
+        recorded = self.recorded_embedder()
+        if recorded is None:
+            return None
+        try:
+            builtin = builtin_embedder(recorded["name"])
+        except EmbedderError:
+            return None
+        if builtin is None or (builtin.name, builtin.dim) != (recorded["name"], recorded["dim"]):
+            return None
+        return builtin
 
     def close(self) -> None:
         with self._lock:
@@ -919,13 +960,28 @@ class MemoryStore:
         return out
 
     def recorded_embedder(self) -> dict[str, Any] | None:
+        """The embedder that wrote this file's vectors: ``{"name", "dim"}``, plus
+        ``"spec"`` (the ``module:callable`` it was loaded with) for a plug-in;
+        None when none is recorded. Text from the file: never import it."""
         rows = self.query(
-            "SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')"
+            "SELECT key, value FROM meta "
+            "WHERE key IN ('embedder_name', 'embedder_dim', 'embedder_spec')"
         )
         values = {k: v for k, v in rows}
         if "embedder_name" not in values:
             return None
-        return {"name": values["embedder_name"], "dim": int(values["embedder_dim"])}
+        try:
+            dim = int(values.get("embedder_dim", ""))
+        except (TypeError, ValueError):
+            raise MemoryStoreError(
+                f"this database records embedder {_shown(str(values['embedder_name']))} with "
+                f"dimension {_shown(str(values.get('embedder_dim')))!r}, not a whole number; "
+                "re-index it (memtui reindex)"
+            ) from None
+        out: dict[str, Any] = {"name": str(values["embedder_name"]), "dim": dim}
+        if values.get("embedder_spec"):
+            out["spec"] = str(values["embedder_spec"])
+        return out
 
     def vector_count(self) -> int:
         return self.query("SELECT count(*) FROM vectors")[0][0]
@@ -1058,28 +1114,67 @@ class MemoryStore:
         return record_id
 
     def _store_vectors(self, items: Sequence[tuple[int, str]]) -> None:
-        assert self.embedder is not None
-        vectors = self.embedder([text for _, text in items])
+        """Embed and store the vectors of ``items`` (``(record id, text)``); inside a write.
+
+        The embedder is foreign code: anything it raises, or a result that is
+        not one vector of ``dim`` finite numbers per text, becomes a
+        ``MemoryStoreError`` (the transaction rolls back). The file records the
+        embedder here, with its first vectors.
+        """
+        embedder = self.embedder
+        assert embedder is not None
+        name, dim = embedder.name, embedder.dim
+        try:
+            vectors = list(embedder([text for _, text in items]))
+        except Exception as exc:
+            raise MemoryStoreError(
+                f"embedder {name} failed: {type(exc).__name__}: {exc}; nothing was written"
+            ) from None
+        if len(vectors) != len(items):
+            raise MemoryStoreError(
+                f"embedder {name} returned {len(vectors)} vectors for {len(items)} texts"
+            )
         rows = []
         for (record_id, _), vector in zip(items, vectors, strict=True):
-            if len(vector) != self.embedder.dim:
+            try:
+                size = len(vector)
+                packed = pack_vector(vector) if size == dim else b""
+                finite = math.isfinite(sum(vector))
+            except (TypeError, struct.error, OverflowError):
                 raise MemoryStoreError(
-                    f"embedder {self.embedder.name} returned {len(vector)} values, "
-                    f"not its declared {self.embedder.dim}"
+                    f"embedder {name} returned something other than a list of numbers"
+                ) from None
+            if size != dim:
+                raise MemoryStoreError(
+                    f"embedder {name} returned {size} values, not its declared {dim}"
                 )
-            rows.append((record_id, pack_vector(vector)))
+            if not finite:
+                raise MemoryStoreError(f"embedder {name} returned a non-finite value")
+            rows.append((record_id, packed))
+        recorded = self.recorded_embedder()
+        spec = embedder_spec(embedder)
+        if recorded is None or (recorded["name"], recorded["dim"], recorded.get("spec")) != (
+            name,
+            dim,
+            spec,
+        ):
+            self._set_embedder_meta(embedder)
         self._conn.executemany(
             "INSERT OR REPLACE INTO vectors (record_id, vector) VALUES (?, ?)", rows
         )
 
     def _set_embedder_meta(self, embedder: Embedder | None) -> None:
-        if embedder is None:
-            self._conn.execute("DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim')")
-            return
-        self._conn.executemany(
-            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            [("embedder_name", embedder.name), ("embedder_dim", str(embedder.dim))],
+        """Record the embedder that writes the vectors: its name, dim, and a plug-in's spec."""
+        self._conn.execute(
+            "DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim', 'embedder_spec')"
         )
+        if embedder is None:
+            return
+        values = [("embedder_name", embedder.name), ("embedder_dim", str(embedder.dim))]
+        spec = embedder_spec(embedder)
+        if spec:
+            values.append(("embedder_spec", spec))
+        self._conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", values)
 
     def _tactic_row(self, signature: str) -> sqlite3.Row | None:
         return self._conn.execute(
@@ -1555,8 +1650,11 @@ class MemoryStore:
     def _adopt_bulk_vectors(self, name: str, dim: int) -> None:
         recorded = self.recorded_embedder()
         if recorded != {"name": name, "dim": dim}:
+            self._conn.execute(
+                "DELETE FROM meta WHERE key IN ('embedder_name', 'embedder_dim', 'embedder_spec')"
+            )
             self._conn.executemany(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
                 [("embedder_name", name), ("embedder_dim", str(dim))],
             )
 
@@ -1590,6 +1688,20 @@ class MemoryStore:
     ) -> int:
         """Recompute every record's vector with ``embedder`` (None drops them all); audited."""
         total = self.record_count()
+        previous = self.embedder
+        try:
+            return self._reindex_locked(embedder, total, operator, progress)
+        except BaseException:
+            self.embedder = previous  # rolled back: the store writes as before
+            raise
+
+    def _reindex_locked(
+        self,
+        embedder: Embedder | None,
+        total: int,
+        operator: str | None,
+        progress: Progress | None,
+    ) -> int:
         with self._write(), self._vector_triggers_off():
             self._conn.execute("DELETE FROM vectors")
             self.embedder = embedder
@@ -1988,6 +2100,47 @@ class MemoryStore:
 # ---------------------------------------------------------------- helpers
 
 
+def migrate_database(
+    path: str | Path, *, operator: str | None = None, clock: Clock | None = None
+) -> dict[str, Any]:
+    """Upgrade the memtui database at ``path`` to this memtui's schema, in place.
+
+    What a writable open does on its own, for a file that read-only opens
+    refuse until it is done. The migrations are forward-only and run in one
+    transaction with a ``migrate`` audit event. Refuses, changing nothing: a
+    missing path, a file that is not SQLite, an empty file (there is nothing
+    to upgrade: ingest makes a database), another program's database and a
+    file from a newer memtui. Returns ``{"from_schema", "to_schema",
+    "event_id"}`` (``event_id`` None when the file was already current).
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise MemoryStoreError(f"{path} is a directory, not a memtui database file")
+    if not path.exists():
+        raise MemoryStoreError(f"no database at {path}; check the path")
+    problem = sqlite_file_problem(path)
+    if problem is not None:
+        raise MemoryStoreError(f"{path} {problem}")
+    probe = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True)
+    try:
+        version = probe.execute("PRAGMA user_version").fetchone()[0]
+        tables = probe.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
+        has_tables = tables.fetchone()[0] > 0
+    except sqlite3.DatabaseError as exc:
+        raise MemoryStoreError(f"{path} is not a usable SQLite database: {exc}") from None
+    finally:
+        probe.close()
+    if version == 0 and not has_tables:
+        empty = "empty (0 bytes)" if path.stat().st_size == 0 else "without tables"
+        raise MemoryStoreError(
+            f"{path} is {empty}: there is nothing to upgrade; "
+            f"`memtui ingest CORPUS.json --db {path}` makes a memtui database there"
+        )
+    with MemoryStore(path, clock=clock, operator=operator) as store:  # refuses newer, foreign
+        event_id = store.last_event_id if version != SCHEMA_VERSION else None
+    return {"from_schema": version, "to_schema": SCHEMA_VERSION, "event_id": event_id}
+
+
 def check_filter_key(key: str) -> None:
     if key not in FILTER_ALLOWLIST:
         raise MemoryStoreError(
@@ -2123,6 +2276,11 @@ def _require_text(**values: Any) -> None:
     for name, value in values.items():
         if not isinstance(value, str) or not value.strip():
             raise MemoryStoreError(f"{name} is required and must be non-empty text")
+
+
+def _shown(text: str, limit: int = 120) -> str:
+    """Text read from the file (an embedder's name), cut short for a message."""
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _require_reason(reason: str) -> None:

@@ -1,0 +1,188 @@
+"""Bad input at the command line: one clear line, a non-zero exit, no traceback, nothing written."""
+
+import json
+import sqlite3
+
+import pytest
+from conftest import SAMPLE_CORPUS, one_error_line
+
+from memtui.cli import main
+from memtui.core import store as store_module
+from memtui.core.store import SCHEMA_VERSION
+
+
+def snapshot(path):
+    """The bytes of a database file and its WAL (to prove nothing was written).
+
+    A read-only open of a WAL-mode file may leave an empty WAL: no WAL and an
+    empty one hold the same (nothing).
+    """
+    parts = {}
+    for suffix in ("", "-wal"):
+        part = path.with_name(path.name + suffix)
+        parts[suffix] = part.read_bytes() if part.exists() else b""
+    return parts
+
+
+def v1_file(path):
+    """A database as memtui schema 1 wrote it: one note, no schema-2 indexes."""
+    conn = sqlite3.connect(path)
+    for statement in store_module._split_sql(store_module._MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute(store_module._INSERT_TRIGGER)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute(
+        "INSERT INTO records (tier, record_type, content, created_at) "
+        "VALUES ('knowledge', 'note', 'albatross fulmar', '2026-01-01T00:00:00.000000Z')"
+    )
+    conn.commit()
+    conn.close()
+
+
+@pytest.fixture
+def newer_db(cli_db):
+    conn = sqlite3.connect(cli_db)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    return cli_db
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["records", "{db}"],
+        ["audit", "{db}"],
+        ["search", "{db}", "sql injection"],
+        ["forget", "{db}", "1", "--reason", "r", "--yes"],
+        ["forget-scope", "{db}", "--engagement", "globex-retest", "--reason", "r", "--yes"],
+        ["ingest", str(SAMPLE_CORPUS), "--db", "{db}"],
+        ["migrate", "{db}"],
+    ],
+)
+def test_a_database_from_a_newer_memtui_is_refused_untouched(runner, newer_db, args):
+    before = snapshot(newer_db)
+    argv = [a.format(db=newer_db) for a in args]
+    line = one_error_line(runner.invoke(main, argv))
+    assert "written by a newer memtui" in line and f"schema {SCHEMA_VERSION + 1}" in line
+    assert snapshot(newer_db) == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["records", "{db}"], ["audit", "{db}"], ["ingest", str(SAMPLE_CORPUS), "--db", "{db}"]],
+)
+def test_an_sqlite_without_fts5_is_one_line_and_creates_nothing(
+    runner, tmp_path, monkeypatch, args
+):
+    monkeypatch.setattr(store_module, "fts5_available", lambda: False)
+    db = tmp_path / "new.db"
+    if args[0] != "ingest":
+        db.write_bytes(b"")  # the read commands need a file to open
+    line = one_error_line(runner.invoke(main, [a.format(db=db) for a in args]))
+    assert "built without FTS5" in line and "use a Python whose SQLite has FTS5" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["new.db"] if args[0] != "ingest" else [])
+    if db.exists():
+        assert db.read_bytes() == b""
+
+
+def test_bad_json_corpus_says_where_and_writes_nothing(runner, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('[\n  {"tier": "working",\n   "content": oops}\n]\n')
+    db = tmp_path / "x.db"
+    line = one_error_line(runner.invoke(main, ["ingest", str(bad), "--db", str(db)]))
+    assert "invalid JSON at line 3, column 15" in line and str(bad) in line
+    assert not db.exists()
+
+
+def test_a_record_missing_a_field_is_named_and_nothing_is_written(runner, cli_db, tmp_path):
+    corpus = tmp_path / "missing.json"
+    corpus.write_text(
+        json.dumps(
+            [
+                {"tier": "working", "record_type": "note", "content": "fine"},
+                {
+                    "tier": "episodic",
+                    "record_type": "finding",
+                    "finding_id": "F-9",
+                    "run_id": "r",
+                    "engagement": "e",
+                    "severity": "high",
+                    "url": "https://a.example/x",
+                    "type": "xss",
+                },
+            ]
+        )
+    )
+    before = snapshot(cli_db)
+    line = one_error_line(runner.invoke(main, ["ingest", str(corpus), "--db", str(cli_db)]))
+    assert "record 1: missing field 'title'" in line
+    assert snapshot(cli_db) == before
+    fresh = tmp_path / "fresh.db"
+    one_error_line(runner.invoke(main, ["ingest", str(corpus), "--db", str(fresh)]))
+    assert not fresh.exists()
+
+
+def test_a_refused_ingest_prints_one_line_not_the_progress_label(runner, cli_db):
+    # Loading starts and is refused inside the store: the label must not be left behind.
+    before = snapshot(cli_db)
+    line = one_error_line(runner.invoke(main, ["ingest", str(SAMPLE_CORPUS), "--db", str(cli_db)]))
+    assert "this tactic is already in the database" in line
+    assert "ingesting" not in line
+    assert snapshot(cli_db) == before
+
+
+@pytest.mark.parametrize("command", ["records", "audit"])
+def test_an_empty_file_is_not_a_database_and_stays_empty(runner, tmp_path, command):
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    line = one_error_line(runner.invoke(main, [command, str(empty)]))
+    assert "is empty (0 bytes), not a memtui database" in line
+    assert f"memtui ingest CORPUS.json --db {empty}" in line
+    assert "--read-only" not in line
+    assert empty.read_bytes() == b""
+    line = one_error_line(runner.invoke(main, ["migrate", str(empty)]))
+    assert "nothing to upgrade" in line
+    assert empty.read_bytes() == b"" and sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
+
+
+def test_an_older_schema_names_the_command_that_upgrades_it(runner, tmp_path):
+    old = tmp_path / "old.db"
+    v1_file(old)
+    before = snapshot(old)
+    for command in ("records", "audit"):
+        line = one_error_line(runner.invoke(main, [command, str(old)]))
+        assert "needs a schema upgrade (schema 1 to 2)" in line
+        assert f"run `memtui migrate {old}` once" in line and "--read-only" not in line
+    assert snapshot(old) == before
+    done = runner.invoke(main, ["migrate", str(old)])
+    assert done.exit_code == 0, done.output
+    assert done.output.strip() == f"upgraded {old} from schema 1 to 2 (audit event #1)"
+    listed = runner.invoke(main, ["records", str(old), "--json"])
+    assert listed.exit_code == 0 and json.loads(listed.output)[0]["content"] == "albatross fulmar"
+    audit = json.loads(runner.invoke(main, ["audit", str(old), "--json"]).output)
+    assert [(e["action"], e["details"], e["operator"]) for e in audit] == [
+        ("migrate", {"from_schema": 1, "to_schema": 2}, "cli-tester")
+    ]
+    again = runner.invoke(main, ["migrate", str(old)])
+    assert again.exit_code == 0 and again.output.strip() == f"{old} is already at schema 2"
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: None, "no database at"),
+        (lambda p: p.write_bytes(b"\x00garbage" * 100), "is not a SQLite database"),
+    ],
+)
+def test_migrate_refuses_what_is_not_a_memtui_database(runner, tmp_path, make, message):
+    path = tmp_path / "target.db"
+    make(path)
+    line = one_error_line(runner.invoke(main, ["migrate", str(path)]))
+    assert message in line
+    foreign = tmp_path / "foreign.db"
+    conn = sqlite3.connect(foreign)
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    line = one_error_line(runner.invoke(main, ["migrate", str(foreign)]))
+    assert "not a memtui one" in line
