@@ -226,3 +226,29 @@ def test_sources_import_no_ui():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_letta_is_recognized_without_core_memory_and_says_so(tmp_path):
+    """The recognizer needs archival_passages only; block is read when present."""
+    from memtui.sources.detect import KINDS
+    from memtui.sources.letta import LettaSource
+
+    path = tmp_path / "archive-only.sqlite"
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE archival_passages (id TEXT PRIMARY KEY, text TEXT, embedding_config TEXT, "
+        "metadata_ TEXT, tags TEXT, embedding BLOB, created_at TEXT, updated_at TEXT, "
+        "is_deleted INTEGER, archive_id TEXT)"
+    )
+    conn.execute(
+        "INSERT INTO archival_passages VALUES ('p1', 'a passage', '{}', '{}', '[]', NULL, "
+        "'2026-11-30 12:00:00', '2026-11-30 12:00:00', 0, 'a1')"
+    )
+    conn.commit()
+    conn.close()
+    with open_source(path) as source:
+        assert isinstance(source, LettaSource)
+        assert [r.id for r in source.iter_records()] == ["archival:p1"]
+    letta = next(k for k in KINDS if k.name == "letta")
+    assert "+ block" not in letta.needs
+    assert letta.needs.startswith("archival_passages(") and "block when present" in letta.needs

@@ -255,3 +255,16 @@ def test_work_content_is_one_line_and_detail_times_have_one_format(prefs):
             "2026-11-30 12:00:00 UTC",
             "2026-11-30 12:00:00 UTC",
         ]
+
+
+def test_cli_prompt_names_the_record_once_and_without_a_hash(prefs):
+    asked = CliRunner().invoke(
+        main, ["forget", str(prefs), "pref:4", "--reason", "r", "--allow-writes"], input="n\n"
+    )
+    assert asked.exit_code != 0  # declined
+    assert "Forget preference pref:4 ('allergy: allergic to qwphlumbix pollen')" in asked.output
+    assert "preference preference" not in asked.output and "#pref" not in asked.output
+    assert "and 1 more version(s)? Rule: Every version of 'allergy'" in asked.output
+    assert "without the value. This cannot be undone" in asked.output
+    with open_source(prefs) as source:
+        assert source.get("pref:4") is not None

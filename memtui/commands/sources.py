@@ -201,8 +201,8 @@ def forget(
         others = [i for i in preview.get("records", []) if i != record.id]
         also = f" and {len(others)} more version(s)" if others else ""
         confirm_or_abort(
-            f"Forget {escape_controls(record.tier)} {escape_controls(record.record_type)} "
-            f"#{escape_controls(record.id)} ({content!r}){also}? "
+            f"Forget {escape_controls(_record_kind(record))} {_record_label(record.id)} "
+            f"({content!r}){also}? "
             f"Rule: {escape_controls(str(preview.get('rule', '')).rstrip(' .'))}. "
             "This cannot be undone",
             assume_yes,
@@ -217,6 +217,13 @@ def forget(
     click.echo(f"forgot record {_record_label(outcome.record_id)}{extra}: {status} ({events})")
     if not outcome.verified:
         sys.exit(3)
+
+
+def _record_kind(record: SourceRecord) -> str:
+    """``tier type``, or one word when a store names both the same (``preference``)."""
+    if record.tier == record.record_type:
+        return record.tier
+    return f"{record.tier} {record.record_type}"
 
 
 def _record_label(record_id: str) -> str:

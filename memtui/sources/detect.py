@@ -44,7 +44,12 @@ KINDS: tuple[Kind, ...] = (
         "explicit-preference store",
         "assistant_preferences + assistant_memory_revisions",
     ),
-    Kind("letta", "Letta 0.11 SQLite", "archival_passages(id, text, embedding, ...) + block"),
+    Kind(
+        "letta",
+        "Letta 0.11 SQLite",
+        "archival_passages(id, text, embedding, is_deleted, archive_id, ...); "
+        "core memory from block when present",
+    ),
     Kind(
         "tenant-evidence",
         "tenant evidence store",
