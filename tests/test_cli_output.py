@@ -283,12 +283,14 @@ def test_missing_vectors_and_per_lane_exclusions_are_said():
         },
         "pools": {"vector": {"size": 4, "excluded": {"expired": 2}}},
         "vectors_missing": 3,
+        "keyword_excluded": {"expired": 4},
     }
     text = printed(trace)
     assert "keyword matches: 8; left out: refuted 1, expired 0, out of scope 2" in text
     assert "left out of the vector lane: refuted 1, no vector 3" in text
     assert "left out of the vector lane: expired 2" in text
     assert "3 live in-scope records have no stored vector" in text
+    assert "left out of the keyword lane: expired 4" in text
     assert "no stored vector" not in printed({**trace, "vectors_missing": 0})
     assert "keyword matches: 0" in printed({})  # an older or smaller trace prints too
 

@@ -473,12 +473,17 @@ def _print_left_out(out: Console, trace: dict[str, Any]) -> None:
     if flat:
         line.append(f"; left out: {_counts(flat)}")
     out.print(line)
-    for lane, counts in excluded.items():  # per-lane counts, when the trace has them
-        if isinstance(counts, dict) and _counts(counts):
-            out.print(Text(f"left out of the {lane} lane: {_counts(counts)}", style="dim"))
+    # Per-lane counts, wherever the trace has them: excluded[lane], pools[lane]["excluded"]
+    # or <lane>_excluded.
+    per_lane = [(lane, counts) for lane, counts in excluded.items() if isinstance(counts, dict)]
     for lane, pool in (trace.get("pools") or {}).items():
-        counts = pool.get("excluded") if isinstance(pool, dict) else None
-        if isinstance(counts, dict) and _counts(counts):
+        if isinstance(pool, dict) and isinstance(pool.get("excluded"), dict):
+            per_lane.append((lane, pool["excluded"]))
+    for key, counts in trace.items():
+        if key.endswith("_excluded") and isinstance(counts, dict):
+            per_lane.append((key.removesuffix("_excluded"), counts))
+    for lane, counts in per_lane:
+        if _counts(counts):
             out.print(Text(f"left out of the {lane} lane: {_counts(counts)}", style="dim"))
     missing = trace.get("vectors_missing")
     if isinstance(missing, int) and missing > 0:
