@@ -386,3 +386,27 @@ def test_long_id_lists_are_abbreviated():
     assert abbreviate_ids([3, 7, 12, 15, 18, 20, 22], 3) == "3, 7, 12 +4"
     assert abbreviate_ids([3, 7], 3) == "3, 7"
     assert abbreviate_ids([], 3) == ""
+
+
+def test_a_long_foreign_id_folds_and_the_table_still_fits():
+    from types import SimpleNamespace
+
+    long_id = "lg:memories.user-1/pref-color-very-long-identifier-here"
+    results = [
+        SimpleNamespace(id=long_id, rank=1, score=0.5, keyword_score=0.5, vector_score=0.5),
+        SimpleNamespace(id="abc", rank=2, score=0.4, keyword_score=0.4, vector_score=0.2),
+    ]
+    records = {
+        long_id: SimpleNamespace(
+            tier="longterm", record_type="preference", content="The user prefers dark mode."
+        ),
+        "abc": SimpleNamespace(tier="working", record_type="note", content="short"),
+    }
+    out = Console(width=80, record=True, markup=False, highlight=False)
+    with out.capture() as captured:
+        search_command._print_table(out, SimpleNamespace(results=results), records)
+    text = captured.get()
+    assert_fits(text, 80)
+    ids = "".join(line.split("│")[2].strip() for line in table_lines(text)[3:-1])
+    assert ids == long_id + "abc"
+    assert "│ The user prefers" in text

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.cells import cell_len
 from rich.console import Console
 from rich.padding import Padding
 from rich.table import Table
@@ -563,6 +564,7 @@ CONTENT_LINES = 2
 """Lines of a record's content in the results table (cut with an ellipsis; --json has it all)."""
 MIN_CONTENT_WIDTH = 20
 MAX_ID_WIDTH = 24
+MIN_ID_WIDTH = 8
 
 
 def clip_lines(text: Text, width: int, lines: int = CONTENT_LINES) -> Text:
@@ -585,6 +587,11 @@ def clip_lines(text: Text, width: int, lines: int = CONTENT_LINES) -> Text:
     return out
 
 
+def _cells(text: Text) -> int:
+    """The widest line of ``text``, in terminal cells."""
+    return max((cell_len(line) for line in text.plain.split("\n")), default=0)
+
+
 def _print_table(out: Console, response: SearchResponse, records: dict[str, Any]) -> None:
     rows = []
     for result in response.results:
@@ -604,22 +611,25 @@ def _print_table(out: Console, response: SearchResponse, records: dict[str, Any]
         )
     heads = ("#", "id", "score", "keyword", "vector", "tier/type")
     widths = [
-        max(
-            [len(head)]
-            + [max((len(line) for line in row[i].plain.split("\n")), default=0) for row in rows]
-        )
-        for i, head in enumerate(heads)
+        max([len(head)] + [_cells(row[index]) for row in rows]) for index, head in enumerate(heads)
     ]
-    widths[1] = min(widths[1], MAX_ID_WIDTH)
     # Each column has a space either side and a rule after it; one rule opens the row.
-    rest = out.width - sum(widths) - 3 * (len(heads) + 1) - 1
-    content_width = max(MIN_CONTENT_WIDTH, rest)
+    rules = 3 * (len(heads) + 1) + 1
+    # A long id (a foreign store's) folds onto more lines before the content gets narrower
+    # than MIN_CONTENT_WIDTH.
+    others = sum(widths) - widths[1]
+    widths[1] = min(
+        widths[1], MAX_ID_WIDTH, max(MIN_ID_WIDTH, out.width - rules - others - MIN_CONTENT_WIDTH)
+    )
+    content_width = max(MIN_CONTENT_WIDTH, out.width - rules - sum(widths))
+    numeric = all(str(result.id).isdigit() for result in response.results)
     table = Table()
-    for head in heads:
-        justify = "left" if head in ("id", "tier/type") else "right"
+    for head, width in zip(heads, widths, strict=True):
         if head == "id":
-            table.add_column(head, justify="right", overflow="fold", max_width=MAX_ID_WIDTH)
+            justify = "right" if numeric else "left"
+            table.add_column(head, justify=justify, overflow="fold", width=width)
         else:
+            justify = "left" if head == "tier/type" else "right"
             table.add_column(head, justify=justify, no_wrap=True)
     table.add_column("content", no_wrap=True, width=content_width)
     for result, row in zip(response.results, rows, strict=True):
