@@ -69,8 +69,8 @@ def test_namespaces_are_the_scope_tree(plain):
     with open_source(plain, now=NOW) as source:
         facets = {f.tier: f for f in source.facets()}
         assert set(facets) == {"memories", "profile", "scratch"}
+        # The tier is the first label: it is not listed again as a namespace of itself.
         assert facets["memories"].scopes["namespace"] == {
-            "memories": 5,
             "memories.user-1": 3,
             "memories.user-2": 2,
             "memories.user-2.notes": 1,
@@ -85,6 +85,15 @@ def test_namespaces_are_the_scope_tree(plain):
         filtered = source.facets({"namespace": "memories.user-2"})
         assert [(f.tier, f.count) for f in filtered] == [("memories", 2)]
         assert filtered[0].scopes["namespace"] == {"memories.user-2": 2, "memories.user-2.notes": 1}
+        assert "namespace" not in facets["profile"].scopes  # one label: the tier alone
+        assert (
+            source.facets({"namespace": "memories"})[0].scopes["namespace"]
+            == (facets["memories"].scopes["namespace"])
+        )
+        # A scope tree nests a namespace under its parent (the tier for the second label).
+        assert source.scope_parent("namespace", "memories.user-2.notes") == "memories.user-2"
+        assert source.scope_parent("namespace", "memories.user-2") is None
+        assert source.scope_parent("tier", "memories") is None
 
 
 def test_odd_keys_round_trip(plain):
@@ -334,7 +343,8 @@ def test_cli_forget_with_allow_writes_and_an_audit_db_elsewhere(vectors, tmp_pat
         input="y\n",
     )
     assert result.exit_code == 0, result.output
-    assert "the store row and every vector of it" in result.output  # the rule, before confirming
+    # the rule, before confirming
+    assert "Rule: The store row and every vector of it are deleted" in result.output
     assert "erasure verified (audit events #1 intent, #2 outcome)" in result.output
     listed = runner.invoke(main, ["audit", str(vectors), "--audit-db", str(audit), "--json"])
     assert [e["action"] for e in json.loads(listed.output)] == ["forget", "forget-intent"]

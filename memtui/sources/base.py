@@ -322,6 +322,12 @@ class MemorySource(ABC):
         """The source's clock (UTC): expiry is judged against it."""
         return datetime.now(UTC)
 
+    def scope_parent(self, key: str, value: Any) -> str | None:
+        """The value of the same scope key that ``value`` nests under in a scope tree
+        (a LangGraph namespace under its parent namespace), or None when it hangs from
+        its tier. Values are listed parents first (``facets`` orders them by value)."""
+        return None
+
     def scope_values(self, key: str) -> list[str]:
         """Every value ``key`` takes in the store (hidden records included), sorted."""
         self.check_filters({key: None})

@@ -1,8 +1,10 @@
 """LangGraph ``SqliteStore`` (langgraph-checkpoint-sqlite 3.x) as a memory source.
 
 - Records are the ``store`` rows: namespace (the dotted ``prefix``) and key.
-  The namespace is the scope tree: its first label is the tier, and the
-  ``namespace`` filter matches a namespace and everything under it.
+  The namespace is the scope tree: its first label is the tier (not listed
+  again as a namespace value), ``scope_parent`` nests each deeper namespace
+  under its parent, and the ``namespace`` filter matches a namespace and
+  everything under it.
 - ``value`` is JSON (in 3.1.2 a BLOB of orjson bytes): its text fields, joined
   with " · ", are the searchable content (secret-named fields left out); the
   whole JSON is in ``metadata["value"]`` (masked when shown).
@@ -283,7 +285,8 @@ class LangGraphSource(ForeignSqliteSource):
             tiers[tier] = tiers.get(tier, 0) + count
             labels = prefix.split(".")
             bucket = spaces.setdefault(tier, {})
-            for depth in range(1, len(labels) + 1):
+            # From the second label: the first is the tier, whose node lists it already.
+            for depth in range(2, len(labels) + 1):
                 ancestor = ".".join(labels[:depth])
                 if namespace_filter is not None and not (
                     ancestor == namespace_filter or ancestor.startswith(f"{namespace_filter}.")
@@ -291,9 +294,20 @@ class LangGraphSource(ForeignSqliteSource):
                     continue  # an ancestor above the filter would count only part of itself
                 bucket[ancestor] = bucket.get(ancestor, 0) + count
         return [
-            TierFacet(tier=t, count=tiers[t], scopes={"namespace": dict(sorted(spaces[t].items()))})
+            TierFacet(
+                tier=t,
+                count=tiers[t],
+                scopes={"namespace": dict(sorted(spaces[t].items()))} if spaces[t] else {},
+            )
             for t in sorted(tiers)
         ]
+
+    def scope_parent(self, key: str, value: Any) -> str | None:
+        """A namespace nests under its parent namespace; one of two labels under its tier."""
+        if key != "namespace" or not isinstance(value, str):
+            return None
+        labels = value.split(".")
+        return ".".join(labels[:-1]) if len(labels) > 2 else None
 
     def page(
         self,
