@@ -119,3 +119,16 @@ def test_another_table_name_and_key_are_recognized(tmp_path):
         assert source.table == "tenant_facts" and source.id_column == "fact_key"
         assert [r.id for r in source.iter_records()] == ["ev:t1/k1"]
         assert source.search("drain").results[0].id == "ev:t1/k1"
+
+
+def test_the_clock_label_is_the_logical_now(evidence, tmp_path):
+    """A header clock shows the store's own time: a tenant store's logical now, never
+    the wall clock; stores on wall-clock time leave the label to the app (None)."""
+    from fixtures.sources_support import LANGGRAPH
+
+    with open_source(evidence, now=100) as source:
+        assert source.clock_label() == "100 (logical time)"
+    with open_source(evidence) as source:
+        assert source.clock_label() == "none given (logical time; pass --now N)"
+    with open_source(copy_fixture(LANGGRAPH, tmp_path / "lg"), now="2026-11-30T12:00:00Z") as lg:
+        assert lg.clock_label() is None

@@ -322,6 +322,11 @@ class MemorySource(ABC):
         """The source's clock (UTC): expiry is judged against it."""
         return datetime.now(UTC)
 
+    def clock_label(self) -> str | None:
+        """The store's own "now" for a header clock when it is not a wall-clock time (a
+        logical time); None when the app should show ``now()`` itself."""
+        return None
+
     def scope_parent(self, key: str, value: Any) -> str | None:
         """The value of the same scope key that ``value`` nests under in a scope tree
         (a LangGraph namespace under its parent namespace), or None when it hangs from

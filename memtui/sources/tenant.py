@@ -91,6 +91,11 @@ class TenantEvidenceSource(ForeignSqliteSource):
     def now_label(self) -> str:
         return "none given" if self.logical_now is None else str(self.logical_now)
 
+    def clock_label(self) -> str:
+        if self.logical_now is None:
+            return "none given (logical time; pass --now N)"
+        return f"{self.logical_now} (logical time)"
+
     def cache_now(self) -> datetime:
         return _logical_instant(self.logical_now if self.logical_now is not None else -(10**12))
 
