@@ -689,8 +689,9 @@ def explanation_lines(
     split = any(len(head + " ".join(segments)) > width for head, segments in lanes)
     lines = []
     for head, segments in lanes:
-        full = len(segments) == 4
-        lines.extend(_fill(segments, head, width, 3 if split and full else None))
+        # (When even the fraction does not fit on the first line, it just wraps.)
+        even = len(segments) == 4 and len(head + " ".join(segments[:3])) <= width
+        lines.extend(_fill(segments, head, width, 3 if split and even else None))
     parts = " + ".join(step.part for step in shown.steps)
     lines.append(f"  {'score':<8} {parts} = {shown.score}")
     return lines
