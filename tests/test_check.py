@@ -1,11 +1,14 @@
 import json
 import os
+import random
+import re
 import sqlite3
 
+import pytest
 from click.testing import CliRunner
 
 from memtui.cli import main
-from memtui.core.check import check_database
+from memtui.core.check import check_database, parse_audit_head
 
 
 def problems(path):
@@ -90,3 +93,371 @@ def test_compact_and_reindex_text_are_audited(sample_db):
     audit = json.loads(runner.invoke(main, ["audit", str(sample_db), "--json"]).output)
     assert [e["action"] for e in audit[:2]] == ["compact", "reindex-text"]
     assert check_database(sample_db).ok
+
+
+# ---------------------------------------------------------------- damaged files
+
+
+def _cli_check(*args):
+    result = CliRunner().invoke(main, ["check", *map(str, args)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    assert "Traceback" not in result.output
+    return result
+
+
+def _overwrite(path, page, offset, data):
+    page_size = int.from_bytes(path.read_bytes()[16:18], "big")
+    with path.open("r+b") as handle:
+        handle.seek((page - 1) * page_size + offset)
+        handle.write(data)
+
+
+def _leaf_page(path, table):
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(
+            "SELECT max(pageno) FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,)
+        ).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_damaged_table_after_integrity_keeps_every_finding(sample_db):
+    # The audit's first crash: integrity_check found the damage, then the vector
+    # queries raised "database disk image is malformed" and the findings were lost.
+    _overwrite(sample_db, _leaf_page(sample_db, "vectors"), 3000, random.Random(0).randbytes(512))
+    report = check_database(sample_db)
+    found = problems(sample_db)
+    assert not report.ok
+    assert found[0][0] == "integrity" and found[0][1].startswith("SQLite integrity_check: ")
+    assert ("vectors", "could not be read: database disk image is malformed") in found
+    assert "audit" in report.passed  # the checks after the failing one still ran
+    result = _cli_check(sample_db)
+    assert result.exit_code == 1
+    assert "problem: vectors: could not be read: database disk image is malformed" in result.output
+
+
+def _garble_trigger_sql(path):
+    """The audit's second crash: a schema statement with a byte that is not UTF-8,
+    which SQLite quotes in its error text."""
+    data = bytearray(path.read_bytes())
+    where = data.index(b"audit_events_no_delete BEFORE DELETE ON audit_events BEGIN")
+    begin = data.index(b"BEGIN", where)
+    data[begin + 1] = 0xD9
+    path.write_bytes(bytes(data))
+
+
+def test_an_error_text_that_is_not_utf8_is_a_named_problem(sample_db):
+    _garble_trigger_sql(sample_db)
+    found = problems(sample_db)
+    assert found[0] == (
+        "integrity",
+        'could not be read: malformed database schema (audit_events_no_delete) - near "B\\xd9GIN": '
+        "syntax error",
+    )
+    assert {check for check, _ in found} >= {"integrity", "vectors", "audit"}
+    assert ("audit", "could not be read: the same error as integrity") in found
+    result = _cli_check(sample_db)
+    assert result.exit_code == 1
+    assert all(line.startswith("problem: ") for line in result.output.splitlines())
+
+
+def test_check_cannot_be_broken_by_random_bytes_anywhere(sample_db, tmp_path):
+    """Seeded: one random region of 64-4096 bytes overwritten per trial."""
+    base = sample_db.read_bytes()
+    rng = random.Random(20261130)
+    damaged = 0
+    for trial in range(60):
+        data = bytearray(base)
+        size = rng.randint(64, 4096)
+        offset = rng.randrange(100, len(data) - size)  # past the header (tested on its own)
+        data[offset : offset + size] = rng.randbytes(size)
+        path = tmp_path / f"trial{trial}.db"
+        path.write_bytes(bytes(data))
+        report = check_database(path)  # never raises
+        result = _cli_check(path)
+        lines = result.output.splitlines()
+        assert all(line.startswith(("problem: ", "note: ", "ok: ")) for line in lines), lines
+        if "integrity" not in report.passed:
+            damaged += 1
+            assert result.exit_code == 1, (trial, offset, size, lines)
+            assert any(line.startswith("problem: ") for line in lines)
+        assert result.exit_code == (0 if report.ok else 1)
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(f"{path}{suffix}"):
+                os.remove(f"{path}{suffix}")
+    assert damaged >= 20  # the trials did reach the checks that read damaged pages
+
+
+# ---------------------------------------------------------------- full-text index
+
+
+def test_content_changed_without_the_index_is_named_out_of_sync(sample_db):
+    conn = sqlite3.connect(sample_db)
+    conn.execute("DROP TRIGGER records_au")
+    conn.execute("UPDATE records SET content = 'words the index never saw' WHERE id = 3")
+    conn.commit()
+    conn.close()
+    assert problems(sample_db) == [
+        (
+            "fts5",
+            "the full-text index is out of sync with the records; "
+            f"run memtui reindex-text {sample_db}",
+        )
+    ]
+    assert CliRunner().invoke(main, ["reindex-text", str(sample_db)]).exit_code == 0
+    assert check_database(sample_db).ok
+
+
+def test_a_damaged_index_is_named_damaged(sample_db):
+    conn = sqlite3.connect(sample_db)
+    conn.execute(
+        "UPDATE records_fts_data SET block = randomblob(length(block)) "
+        "WHERE id = (SELECT max(id) FROM records_fts_data)"
+    )
+    conn.commit()
+    conn.close()
+    [(check, message)] = problems(sample_db)
+    assert check == "fts5" and message.startswith("the full-text index is damaged")
+    assert message.endswith(f"memtui reindex-text {sample_db} rebuilds it")
+
+
+# ---------------------------------------------------------------- schema
+
+
+def _downgrade_to_schema_1(path):
+    """A schema-1 file, as memtui 1 wrote it: without migration 2's indexes,
+    vector triggers and meta rows."""
+    conn = sqlite3.connect(path)
+    for index in ("records_tier", "records_refuted", "records_expiry", "records_type_profile"):
+        conn.execute(f"DROP INDEX {index}")
+    for suffix in ("ai", "ad", "au"):
+        conn.execute(f"DROP TRIGGER vectors_generation_{suffix}")
+    conn.execute("DELETE FROM meta WHERE key IN ('vectors_generation', 'database_id')")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+
+
+def test_an_older_schema_is_named_with_the_command_that_upgrades_it(sample_db):
+    _downgrade_to_schema_1(sample_db)
+    report = check_database(sample_db)
+    assert problems(sample_db) == [
+        (
+            "schema",
+            "schema 1 is older than this memtui's 2; any writable open upgrades it "
+            f"(memtui compact {sample_db}, or the app without --read-only); read-only "
+            "opens refuse it until then",
+        )
+    ]
+    assert set(report.passed) == {"integrity", "index-count", "fts5", "vectors", "audit"}
+    assert CliRunner().invoke(main, ["compact", str(sample_db)]).exit_code == 0
+    assert check_database(sample_db).ok
+
+
+def test_a_newer_schema_is_named_and_the_memtui_checks_are_skipped(sample_db):
+    conn = sqlite3.connect(sample_db)
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    report = check_database(sample_db)
+    assert [(f.check, f.severity, f.message) for f in report.findings] == [
+        (
+            "schema",
+            "problem",
+            "schema 3 was written by a newer memtui (this one knows schemas up to 2); "
+            "check it with that memtui",
+        ),
+        ("schema", "note", "the memtui checks were skipped for this schema"),
+    ]
+    assert report.passed == ["integrity"]
+
+
+def test_a_sqlite_file_that_is_not_memtui_is_named(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE things (x)")
+    conn.commit()
+    conn.close()
+    assert problems(path) == [("schema", "a SQLite database but not a memtui one (tables: things)")]
+
+
+# ---------------------------------------------------------------- audit log
+
+
+def _events_sql(path, *statements):
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TRIGGER IF EXISTS audit_events_no_delete")
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
+@pytest.fixture
+def audited_db(sample_db):
+    """The sample with three audit events: ingest, reindex-text, compact."""
+    runner = CliRunner()
+    assert runner.invoke(main, ["reindex-text", str(sample_db)]).exit_code == 0
+    assert runner.invoke(main, ["compact", str(sample_db)]).exit_code == 0
+    return sample_db
+
+
+def _head(path):
+    result = CliRunner().invoke(main, ["audit", "head", str(path)])
+    assert result.exit_code == 0
+    return result.output.strip()
+
+
+def test_deleting_the_newest_audit_event_is_named(audited_db):
+    _events_sql(audited_db, "DELETE FROM audit_events WHERE id = 3")
+    assert problems(audited_db) == [
+        (
+            "audit",
+            "the newest audit event was deleted (the log ends at #2, events up to #3 were written)",
+        )
+    ]
+
+
+def test_deleting_several_or_all_newest_events_is_named(audited_db, tmp_path):
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(audited_db.read_bytes())
+    _events_sql(audited_db, "DELETE FROM audit_events WHERE id >= 2")
+    assert problems(audited_db) == [
+        (
+            "audit",
+            "the newest 2 audit events were deleted (the log ends at #1, events up to #3 "
+            "were written)",
+        )
+    ]
+    _events_sql(copy, "DELETE FROM audit_events")
+    assert problems(copy) == [
+        ("audit", "every audit event was deleted (events up to #3 were written)")
+    ]
+
+
+def test_an_edited_sequence_is_named(audited_db, tmp_path):
+    copy = tmp_path / "copy.db"
+    copy.write_bytes(audited_db.read_bytes())
+    _events_sql(audited_db, "DELETE FROM sqlite_sequence WHERE name = 'audit_events'")
+    assert problems(audited_db) == [
+        (
+            "audit",
+            "sqlite_sequence has no entry for audit_events though the log holds events up "
+            "to #3: it was edited, so a deletion of the newest events cannot be ruled out",
+        )
+    ]
+    _events_sql(copy, "UPDATE sqlite_sequence SET seq = 1 WHERE name = 'audit_events'")
+    assert problems(copy) == [
+        (
+            "audit",
+            "sqlite_sequence says events up to #1 were written, but the log holds #3: "
+            "it was edited",
+        )
+    ]
+
+
+def test_truncation_with_the_sequence_rewritten_needs_a_recorded_head(audited_db):
+    head = _head(audited_db)
+    number, digest = head.split()
+    assert number == "3" and len(digest) == 64
+    for form in (head, f"{number}:{digest}", digest, f"#{number} {digest.upper()}"):
+        assert _cli_check(audited_db, "--audit-head", form).exit_code == 0
+    _events_sql(
+        audited_db,
+        "DELETE FROM audit_events WHERE id = 3",
+        "UPDATE sqlite_sequence SET seq = 2 WHERE name = 'audit_events'",
+    )
+    # Inside the file the log is consistent again: only the recorded head tells.
+    assert check_database(audited_db).ok
+    result = _cli_check(audited_db, "--audit-head", head)
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "problem: audit-head: the recorded head #3 is not in the log (the log ends at #2): "
+        "events were deleted (and the sequence rewritten) or the log was replaced since it "
+        "was recorded"
+    )
+    assert problems_with_head(audited_db, digest) == [
+        (
+            "audit-head",
+            f"the recorded head {digest} is not in the log (the log ends at #2): events were "
+            "deleted or the log was rewritten since it was recorded",
+        )
+    ]
+
+
+def problems_with_head(path, head):
+    report = check_database(path, audit_head=head)
+    return [(f.check, f.message) for f in report.findings if f.severity == "problem"]
+
+
+def test_a_rewritten_log_does_not_reach_the_recorded_head(audited_db):
+    other = "ab" * 32
+    assert problems_with_head(audited_db, f"2:{other}") == [
+        (
+            "audit-head",
+            f"event #2 does not have the recorded hash {other}: the log was rewritten (or "
+            "replaced) since the head was recorded",
+        )
+    ]
+    assert check_database(audited_db, audit_head=_head(audited_db)).passed[-1] == "audit-head"
+
+
+def test_a_malformed_audit_head_is_a_usage_error(sample_db):
+    result = CliRunner().invoke(main, ["check", str(sample_db), "--audit-head", "12 nothex"])
+    assert result.exit_code == 2 and "--audit-head" in result.output
+    with pytest.raises(ValueError):
+        parse_audit_head("3")
+
+
+# ---------------------------------------------------------------- free pages
+
+
+def _notes(path):
+    return [(f.check, f.message) for f in check_database(path).findings if f.severity == "note"]
+
+
+def test_free_pages_zeroed_by_memtui_are_said_to_be_zeroed(sample_db):
+    result = CliRunner().invoke(
+        main,
+        ["forget-scope", str(sample_db), "--engagement", "acme-2026-q4", "--reason", "t", "--yes"],
+    )
+    assert result.exit_code == 0, result.output
+    [(check, message)] = _notes(sample_db)
+    assert check == "free-pages"
+    assert re.fullmatch(
+        r"\d+ free pages, all zeroed: no deleted content survives in them", message
+    ), message
+
+
+def test_free_pages_holding_deleted_bytes_are_named(sample_db):
+    conn = sqlite3.connect(sample_db)
+    conn.execute("PRAGMA secure_delete = OFF")  # another tool, not memtui
+    conn.execute("DELETE FROM vectors")
+    conn.commit()
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    notes = dict(_notes(sample_db))
+    assert re.fullmatch(
+        r"\d+ of \d+ free pages still hold bytes of deleted content \(freed without "
+        r"secure_delete, so not by memtui\); memtui compact .* rewrites the file without them",
+        notes["free-pages"],
+    ), notes
+    assert CliRunner().invoke(main, ["compact", str(sample_db)]).exit_code == 0
+    assert "free-pages" not in dict(_notes(sample_db))
+
+
+def test_free_pages_are_not_inspected_while_the_log_holds_newer_pages(sample_db):
+    writer = sqlite3.connect(sample_db)
+    writer.execute("PRAGMA wal_autocheckpoint = 0")
+    writer.execute("DELETE FROM vectors")
+    writer.commit()
+    try:
+        notes = dict(_notes(sample_db))
+    finally:
+        writer.close()
+    assert re.fullmatch(
+        r"\d+ free pages, not inspected while the write-ahead log holds newer pages; "
+        r"memtui compact .* rewrites the file without them",
+        notes["free-pages"],
+    ), notes

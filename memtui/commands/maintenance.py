@@ -15,20 +15,38 @@ from memtui.commands.common import (
     open_store,
     operator_option,
 )
-from memtui.core.check import check_database
+from memtui.core.check import AuditHead, check_database, parse_audit_head
 from memtui.core.store import migrate_database
 from memtui.render import escape_controls
 
 
+def _audit_head(ctx: click.Context, param: click.Parameter, value: str | None) -> AuditHead | None:
+    if value is None:
+        return None
+    try:
+        return parse_audit_head(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @click.command()
 @db_argument
+@click.option(
+    "--audit-head",
+    metavar="HEAD",
+    default=None,
+    callback=_audit_head,
+    help="A chain head recorded earlier with `memtui audit head` (ID HASH, ID:HASH or "
+    "HASH): also report a log that no longer reaches it (truncated and its sequence "
+    "rewritten, or the whole file replaced).",
+)
 @json_option
-def check(db: Path, as_json: bool) -> None:
+def check(db: Path, audit_head: AuditHead | None, as_json: bool) -> None:
     """Check DB: SQLite and FTS5 integrity, index and vector counts, audit chain, schema.
 
     Exits 1 with one line per problem; notes do not fail the check.
     """
-    report = check_database(db)
+    report = check_database(db, audit_head=audit_head)
     if as_json:
         emit_json(report.to_dict())
     else:

@@ -4,21 +4,35 @@ Each check yields findings with a severity: ``problem`` (the file is damaged,
 out of step or tampered with) or ``note`` (worth knowing, not a fault).
 Nothing here changes the database: the FTS5 integrity check is a write
 statement, so it runs inside a transaction that is always rolled back.
+
+A damaged file can make any read fail, in any way (SQLite's "database disk
+image is malformed", an error text that is not even UTF-8, a column of the
+wrong type). Every check runs guarded: a failure becomes one named problem
+("vectors: could not be read: ...") and the findings of the other checks stay.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from memtui.core.store import (
     FTS_TABLE,
+    GENESIS_HASH,
     SCHEMA_VERSION,
     SQLITE_MAGIC,
-    MemoryStore,
-    MemoryStoreError,
+    _uri_path,
+    audit_hash,
 )
+
+#: integrity_check lines reported at most (the rest are counted)
+INTEGRITY_LINES = 20
+#: free pages read at most, to tell zeroed ones from ones holding old bytes
+FREE_PAGES_INSPECTED = 65_536
 
 
 @dataclass(frozen=True)
@@ -50,37 +64,114 @@ class CheckReport:
         }
 
 
-def check_database(path: str | Path) -> CheckReport:
+@dataclass(frozen=True)
+class AuditHead:
+    """A chain head recorded elsewhere (what ``memtui audit head`` printed)."""
+
+    hash: str
+    id: int | None = None
+
+    def __str__(self) -> str:
+        return f"#{self.id} {self.hash}" if self.id is not None else self.hash
+
+
+_HEAD = re.compile(r"\s*(?:#?(\d+)\s*[:\s]\s*)?([0-9a-fA-F]{64})\s*")
+
+
+def parse_audit_head(text: str) -> AuditHead:
+    """``ID HASH`` (as ``memtui audit head`` prints it), ``ID:HASH`` or ``HASH``.
+
+    Raises ValueError for anything else.
+    """
+    match = _HEAD.fullmatch(text)
+    if match is None:
+        raise ValueError(
+            "expected what `memtui audit head` prints: ID HASH (or ID:HASH, or the "
+            "64-hex-digit HASH alone)"
+        )
+    number, digest = match.groups()
+    return AuditHead(digest.lower(), int(number) if number is not None else None)
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for an exception raised while reading a damaged file."""
+    if isinstance(exc, UnicodeDecodeError):
+        # SQLite's error text quoted bytes of the damaged file that are not UTF-8
+        # (e.g. a garbled schema statement): show it with those bytes escaped.
+        raw = exc.object if isinstance(exc.object, bytes | bytearray) else b""
+        text = bytes(raw).decode("utf-8", "backslashreplace")
+        return text or "SQLite reported an error whose text is not UTF-8"
+    if isinstance(exc, sqlite3.Error):
+        return str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _Checker:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.report = CheckReport(str(path), [], [])
+        self.errors: dict[str, str] = {}  # each read error, and the check that met it first
+
+    def problem(self, check: str, message: str) -> None:
+        self.report.findings.append(Finding(check, "problem", message))
+
+    def note(self, check: str, message: str) -> None:
+        self.report.findings.append(Finding(check, "note", message))
+
+    def passed(self, check: str) -> None:
+        self.report.passed.append(check)
+
+    def guarded(self, check: str, run: Callable[[], None]) -> None:
+        """Run one check; any failure to read becomes one named problem."""
+        try:
+            run()
+        except Exception as exc:  # a damaged file can fail a read in any way
+            error = describe_error(exc)
+            first = self.errors.setdefault(error, check)
+            if first == check:
+                self.problem(check, f"could not be read: {error}")
+            else:
+                self.problem(check, f"could not be read: the same error as {first}")
+
+
+def check_database(path: str | Path, *, audit_head: AuditHead | str | None = None) -> CheckReport:
     """Run every check on the database at ``path`` and report what each found.
+
+    ``audit_head`` is a chain head recorded earlier (``memtui audit head``): the
+    check then also reports a log that no longer reaches it, which is how a
+    rewritten log (events deleted and the sequence fixed, or a whole new file)
+    shows. Never raises for what is in the file.
 
     Run it in a process that does not hold the same database open (the CLI's
     ``memtui check``, or a child process as the app does): it reads the file's
-    header with Python file I/O, and closing that descriptor would drop the
-    POSIX locks of any SQLite connection this process holds on the file.
+    header and free pages with Python file I/O, and closing that descriptor would
+    drop the POSIX locks of any SQLite connection this process holds on the file.
     """
     path = Path(path)
-    report = CheckReport(str(path), [], [])
-
-    def problem(check: str, message: str) -> None:
-        report.findings.append(Finding(check, "problem", message))
-
-    def note(check: str, message: str) -> None:
-        report.findings.append(Finding(check, "note", message))
+    if isinstance(audit_head, str):
+        audit_head = parse_audit_head(audit_head)
+    checker = _Checker(path)
+    problem = checker.problem
 
     if not path.is_file():
         problem("open", f"no database file at {path}")
-        return report
-    size = path.stat().st_size
-    with path.open("rb") as handle:
-        head = handle.read(100)
+        return checker.report
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(100)
+    except OSError as exc:
+        problem("open", f"cannot read the file: {exc.strerror or exc}")
+        return checker.report
     if size == 0:
         problem("open", "the file is empty")
-        return report
+        return checker.report
     if not head.startswith(SQLITE_MAGIC):
         problem("open", "not a SQLite database (the file header is wrong)")
-        return report
+        return checker.report
+    page_size = 0
     if len(head) == 100:
-        page_size = int.from_bytes(head[16:18], "big") or 65536
+        page_size = int.from_bytes(head[16:18], "big")
         page_size = 65536 if page_size == 1 else page_size
         pages = int.from_bytes(head[28:32], "big")
         if pages and size < pages * page_size and not Path(f"{path}-wal").exists():
@@ -90,126 +181,437 @@ def check_database(path: str | Path) -> CheckReport:
                 f"{pages} pages of {page_size} bytes",
             )
     try:
-        store = MemoryStore(path, read_only=True)
-    except MemoryStoreError as exc:
-        problem("open", str(exc))
-        return report
-    with store:
-        _run_checks(store, path, report, problem, note)
-    return report
-
-
-def _run_checks(store, path, report, problem, note) -> None:  # noqa: C901
+        conn = _open_read_only(path)
+    except Exception as exc:
+        problem("open", f"cannot open it: {describe_error(exc)}")
+        return checker.report
+    free_pages: list[int] = []
     try:
-        rows = [r[0] for r in store.query("PRAGMA integrity_check")]
-    except sqlite3.DatabaseError as exc:
-        problem("integrity", f"SQLite integrity_check could not run: {exc}")
-        return
-    if rows == ["ok"]:
-        report.passed.append("integrity")
-    else:
-        for line in rows[:20]:
-            problem("integrity", f"SQLite integrity_check: {line}")
+        _run_checks(conn, checker, audit_head, free_pages)
+    finally:
+        conn.close()
+    if free_pages:
+        checker.guarded("free-pages", lambda: _note_free_pages(checker, free_pages[0], page_size))
+    return checker.report
 
-    version = store.query("PRAGMA user_version")[0][0]
-    if version == SCHEMA_VERSION:
-        report.passed.append("schema")
-    else:
-        problem("schema", f"schema version {version}, expected {SCHEMA_VERSION}")
 
+def _open_read_only(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True, isolation_level=None)
+    # Text that is not UTF-8 is damage to report, not a reason to stop reading.
+    conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
     try:
-        records = store.query("SELECT count(*) FROM records")[0][0]
-        indexed = store.query(f"SELECT count(*) FROM {FTS_TABLE}_docsize")[0][0]
-    except sqlite3.DatabaseError as exc:
-        problem("index", f"cannot count records and index rows: {exc}")
-        return
-    if records == indexed:
-        report.passed.append("index-count")
-    else:
-        problem(
-            "index-count",
-            f"{records} records but {indexed} rows in the full-text index; "
-            "rebuild it with memtui reindex-text",
-        )
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
-    fts_error = _fts_integrity(path)
-    if fts_error is None:
-        report.passed.append("fts5")
-    elif fts_error.startswith("skipped"):
-        note("fts5", fts_error)
-    else:
-        problem("fts5", f"FTS5 integrity-check: {fts_error}")
 
-    recorded = store.recorded_embedder()
-    vectors = store.vector_count()
-    if recorded is None:
-        if vectors:
-            problem("vectors", f"{vectors} vectors but no embedder is recorded in the file")
-        else:
-            report.passed.append("vectors")
-    else:
-        width = recorded["dim"] * 4
-        wrong = store.query("SELECT count(*) FROM vectors WHERE length(vector) != ?", (width,))[0][
-            0
+def _run_checks(
+    conn: sqlite3.Connection,
+    checker: _Checker,
+    audit_head: AuditHead | None,
+    free_pages: list[int],
+) -> None:
+    def query(sql: str, params: tuple[object, ...] = ()) -> list[Any]:
+        return conn.execute(sql, params).fetchall()
+
+    def one(sql: str, params: tuple[object, ...] = ()) -> Any:
+        return query(sql, params)[0][0]
+
+    def integrity() -> None:
+        rows = [str(r[0]) for r in query("PRAGMA integrity_check")]
+        if rows == ["ok"]:
+            checker.passed("integrity")
+            return
+        # A row can hold several lines; one finding per line, headers left out.
+        lines = [
+            line.strip()
+            for row in rows
+            for line in row.splitlines()
+            if line.strip() and not line.startswith("*** in database")
         ]
-        orphans = store.query(
+        for line in lines[:INTEGRITY_LINES]:
+            checker.problem("integrity", f"SQLite integrity_check: {line}")
+        if len(lines) > INTEGRITY_LINES:
+            checker.problem(
+                "integrity", f"SQLite integrity_check: {len(lines) - INTEGRITY_LINES} more"
+            )
+
+    checker.guarded("integrity", integrity)
+
+    state: dict[str, object] = {}
+
+    def schema() -> None:
+        version = int(one("PRAGMA user_version"))
+        state["version"] = version
+        if version == SCHEMA_VERSION:
+            checker.passed("schema")
+            return
+        if version == 0:
+            tables = [str(r[0]) for r in query("SELECT name FROM sqlite_master WHERE type='table'")]
+            shown = ", ".join(tables[:12]) + (" ..." if len(tables) > 12 else "")
+            checker.problem(
+                "schema",
+                f"a SQLite database but not a memtui one (tables: {shown})"
+                if tables
+                else "an empty SQLite database: memtui has not written to it",
+            )
+        elif version > SCHEMA_VERSION:
+            checker.problem(
+                "schema",
+                f"schema {version} was written by a newer memtui (this one knows schemas "
+                f"up to {SCHEMA_VERSION}); check it with that memtui",
+            )
+        else:
+            checker.problem(
+                "schema",
+                f"schema {version} is older than this memtui's {SCHEMA_VERSION}; any "
+                f"writable open upgrades it (memtui compact {checker.path}, or the app "
+                "without --read-only); read-only opens refuse it until then",
+            )
+
+    checker.guarded("schema", schema)
+    version = state.get("version")
+    if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
+        # Not a schema this memtui knows: its tables may mean something else.
+        if version is not None:
+            checker.note("schema", "the memtui checks were skipped for this schema")
+        return
+
+    def index_count() -> None:
+        records = int(one("SELECT count(*) FROM records"))
+        indexed = int(one(f"SELECT count(*) FROM {FTS_TABLE}_docsize"))
+        state["records"] = records
+        if records == indexed:
+            checker.passed("index-count")
+        else:
+            checker.problem(
+                "index-count",
+                f"{records} records but {indexed} rows in the full-text index; "
+                f"rebuild it with memtui reindex-text {checker.path}",
+            )
+
+    checker.guarded("index-count", index_count)
+
+    def fts5() -> None:
+        outcome = _fts_integrity(checker.path)
+        if outcome is None:
+            checker.passed("fts5")
+        elif outcome[0] == "skipped":
+            checker.note("fts5", outcome[1])
+        elif "integrity" not in checker.report.passed:
+            # The file itself is damaged: which part FTS5 tripped on is not known.
+            error = outcome[1]
+            first = checker.errors.get(error)
+            checker.problem(
+                "fts5",
+                f"FTS5's integrity-check failed: the same error as {first}"
+                if first
+                else f"FTS5's integrity-check failed: {error}",
+            )
+        elif outcome[0] == "out-of-sync":
+            checker.problem(
+                "fts5",
+                "the full-text index is out of sync with the records; run "
+                f"memtui reindex-text {checker.path}",
+            )
+        else:
+            checker.problem(
+                "fts5",
+                f"the full-text index is damaged (FTS5's integrity-check: {outcome[1]}); "
+                f"memtui reindex-text {checker.path} rebuilds it",
+            )
+
+    checker.guarded("fts5", fts5)
+    checker.guarded("vectors", lambda: _check_vectors(query, checker, state.get("records")))
+    checker.guarded("audit", lambda: _check_audit(query, checker, audit_head))
+
+    def free() -> None:
+        count = int(one("PRAGMA freelist_count"))
+        if count:
+            free_pages.append(count)
+
+    checker.guarded("free-pages", free)
+
+
+def _check_vectors(query: Callable[..., list[Any]], checker: _Checker, records: object) -> None:
+    meta = dict(query("SELECT key, value FROM meta WHERE key IN ('embedder_name', 'embedder_dim')"))
+    vectors = int(query("SELECT count(*) FROM vectors")[0][0])
+    if "embedder_name" not in meta:
+        if vectors:
+            checker.problem("vectors", f"{vectors} vectors but no embedder is recorded in the file")
+        else:
+            checker.passed("vectors")
+        return
+    name = meta["embedder_name"]
+    try:
+        dim = int(str(meta.get("embedder_dim")))
+    except ValueError:
+        checker.problem("vectors", f"the recorded dimension of {name} is not a number")
+        return
+    wrong = query("SELECT count(*) FROM vectors WHERE length(vector) != ?", (dim * 4,))[0][0]
+    orphans = int(
+        query(
             "SELECT count(*) FROM vectors v WHERE NOT EXISTS "
             "(SELECT 1 FROM records r WHERE r.id = v.record_id)"
         )[0][0]
+    )
+    clean = True
+    if wrong:
+        clean = False
+        checker.problem(
+            "vectors", f"{wrong} vectors do not have the recorded {dim} dimensions of {name}"
+        )
+    if orphans:
+        clean = False
+        checker.problem("vectors", f"{orphans} vectors belong to no record (an erasure gap)")
+    if isinstance(records, int):
         missing = records - (vectors - orphans)
-        clean = True
-        if wrong:
-            clean = False
-            problem(
-                "vectors",
-                f"{wrong} vectors do not have the recorded {recorded['dim']} dimensions "
-                f"of {recorded['name']}",
-            )
-        if orphans:
-            clean = False
-            problem("vectors", f"{orphans} vectors belong to no record (an erasure gap)")
         if missing > 0:
             clean = False
-            note("vectors", f"{missing} records have no vector; memtui reindex computes them")
-        if clean:
-            report.passed.append("vectors")
+            checker.note(
+                "vectors", f"{missing} records have no vector; memtui reindex computes them"
+            )
+    if clean:
+        checker.passed("vectors")
 
-    broken = store.verify_audit()
-    if broken is None:
-        report.passed.append("audit")
-    else:
-        problem("audit", f"audit chain broken at {broken}")
 
-    free = store.query("PRAGMA freelist_count")[0][0]
-    if free:
-        note(
-            "free-pages",
-            f"{free} free pages; content deleted before memtui managed this file may "
-            "survive in them: memtui compact rewrites the file",
+def _check_audit(
+    query: Callable[..., list[Any]],
+    checker: _Checker,
+    recorded: AuditHead | None,
+) -> None:
+    """The hash chain, its newest event against sqlite_sequence, and a recorded head."""
+    columns = (
+        "id, at, operator, action, record_ids, tier, record_type, signature, reason, "
+        "details, prev_hash, hash"
+    )
+    keys = [c.strip() for c in columns.split(",")]
+    prev_hash = GENESIS_HASH
+    prev_id = 0
+    broken: str | None = None
+    hashes: dict[int, str] = {}
+    for values in query(f"SELECT {columns} FROM audit_events ORDER BY id"):
+        row = dict(zip(keys, values, strict=True))
+        event = int(row["id"])
+        hashes[event] = str(row["hash"])
+        if broken is not None:
+            continue
+        if row["prev_hash"] != prev_hash:
+            after = f"event #{prev_id}" if prev_id else "the start of the log"
+            broken = (
+                f"event #{event}: its prev_hash does not match {after} "
+                "(an event was removed, inserted or rewritten)"
+            )
+        elif audit_hash(prev_hash, row) != row["hash"]:
+            broken = f"event #{event}: its contents do not match its hash (edited)"
+        prev_hash = str(row["hash"])
+        prev_id = event
+    clean = broken is None
+    if broken is not None:
+        checker.problem("audit", f"audit chain broken at {broken}")
+
+    # audit_events is AUTOINCREMENT: sqlite_sequence keeps the largest id ever
+    # written, and nothing in memtui deletes an event (a trigger forbids it).
+    last = max(hashes) if hashes else 0
+    sequence = query("SELECT seq FROM sqlite_sequence WHERE name = 'audit_events'")
+    written = int(sequence[0][0]) if sequence else None
+    if written is None:
+        if hashes:
+            clean = False
+            checker.problem(
+                "audit",
+                f"sqlite_sequence has no entry for audit_events though the log holds events "
+                f"up to #{last}: it was edited, so a deletion of the newest events cannot be "
+                "ruled out",
+            )
+    elif written > last:
+        clean = False
+        gone = written - last
+        if hashes:
+            checker.problem(
+                "audit",
+                (
+                    "the newest audit event was"
+                    if gone == 1
+                    else f"the newest {gone} audit events were"
+                )
+                + f" deleted (the log ends at #{last}, events up to #{written} were written)",
+            )
+        else:
+            checker.problem(
+                "audit",
+                f"every audit event was deleted (events up to #{written} were written)",
+            )
+    elif written < last:
+        clean = False
+        checker.problem(
+            "audit",
+            f"sqlite_sequence says events up to #{written} were written, but the log holds "
+            f"#{last}: it was edited",
         )
+    if clean:
+        checker.passed("audit")
+
+    if recorded is not None:
+        problem = _head_problem(hashes, recorded, last)
+        if problem is None:
+            checker.passed("audit-head")
+        else:
+            checker.problem("audit-head", problem)
 
 
-def _fts_integrity(path: Path) -> str | None:
-    """FTS5's own integrity-check, in a transaction that is rolled back."""
+def _head_problem(hashes: dict[int, str], recorded: AuditHead, last: int) -> str | None:
+    """Why the log does not reach a head recorded earlier, or None when it does."""
+    ends = f"the log ends at #{last}" if hashes else "the log is empty"
+    if recorded.id is None:
+        if recorded.hash in hashes.values():
+            return None
+        return (
+            f"the recorded head {recorded.hash} is not in the log ({ends}): events were "
+            "deleted or the log was rewritten since it was recorded"
+        )
+    found = hashes.get(recorded.id)
+    if found == recorded.hash:
+        return None
+    if found is None:
+        return (
+            f"the recorded head #{recorded.id} is not in the log ({ends}): events were "
+            "deleted (and the sequence rewritten) or the log was replaced since it was recorded"
+        )
+    return (
+        f"event #{recorded.id} does not have the recorded hash {recorded.hash}: the log was "
+        "rewritten (or replaced) since the head was recorded"
+    )
+
+
+def _fts_integrity(path: Path) -> tuple[str, str] | None:
+    """FTS5's own integrity-check, in a transaction that is rolled back.
+
+    None when the index is sound and matches the records; else a kind and a
+    message: ``damaged`` (the index itself is inconsistent), ``out-of-sync``
+    (a sound index that does not match the records: rank 0 checks the index
+    alone, rank 1 also compares it with the records) or ``skipped``.
+    """
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
-        return f"skipped: cannot open the file for the check ({exc})"
+        conn = sqlite3.connect(f"file:{_uri_path(path)}?mode=rw", uri=True, isolation_level=None)
+    except Exception as exc:
+        return "skipped", f"skipped: cannot open the file for the check ({describe_error(exc)})"
     try:
         conn.execute("PRAGMA busy_timeout = 2000")
-        conn.execute("BEGIN")
-        try:
-            conn.execute(
-                f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', 1)"
-            )
-        finally:
-            conn.execute("ROLLBACK")
-    except sqlite3.OperationalError as exc:
-        if "readonly" in str(exc):
-            return "skipped: the file is not writable, and FTS5's check needs a write transaction"
-        return str(exc)
-    except sqlite3.DatabaseError as exc:
-        return str(exc)
+        for rank, kind in ((0, "damaged"), (1, "out-of-sync")):
+            conn.execute("BEGIN")
+            try:
+                conn.execute(
+                    f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('integrity-check', ?)",
+                    (rank,),
+                )
+            except sqlite3.OperationalError as exc:
+                if "readonly" in str(exc):
+                    return "skipped", (
+                        "skipped: the file is not writable, and FTS5's check needs a "
+                        "write transaction"
+                    )
+                return kind, describe_error(exc)
+            except Exception as exc:
+                return kind, describe_error(exc)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
     finally:
         conn.close()
     return None
+
+
+def _note_free_pages(checker: _Checker, count: int, page_size: int) -> None:
+    """Whether the free pages still hold bytes of deleted content.
+
+    memtui writes with secure_delete on, so SQLite zeroes every page it frees;
+    bytes left in a free page were freed by a writer without it (another tool,
+    or the file before memtui). Read from the file itself, so only when the
+    write-ahead log holds no newer pages.
+    """
+    path = checker.path
+    advice = f"memtui compact {path} rewrites the file without them"
+    wal = Path(f"{path}-wal")
+    if wal.exists() and wal.stat().st_size > 32:
+        checker.note(
+            "free-pages",
+            f"{count} free pages, not inspected while the write-ahead log holds newer "
+            f"pages; {advice}",
+        )
+        return
+    dirty, inspected = _dirty_free_pages(path, page_size, FREE_PAGES_INSPECTED)
+    if inspected is None:
+        checker.note("free-pages", f"{count} free pages; their list is unreadable; {advice}")
+    elif dirty:
+        checker.note(
+            "free-pages",
+            f"{dirty} of {count} free pages still hold bytes of deleted content (freed "
+            f"without secure_delete, so not by memtui); {advice}",
+        )
+    elif inspected < count:
+        checker.note(
+            "free-pages",
+            f"{count} free pages; the {inspected} inspected are zeroed; {advice}",
+        )
+    else:
+        checker.note(
+            "free-pages", f"{count} free pages, all zeroed: no deleted content survives in them"
+        )
+
+
+def _dirty_free_pages(path: Path, page_size: int, limit: int) -> tuple[int, int | None]:
+    """(free pages holding non-zero bytes, free pages inspected) read from the file.
+
+    Walks the freelist: trunk pages (next trunk, leaf count, leaf page numbers,
+    then unused slots) and their leaves. ``None`` pages inspected when the list
+    is not readable (out of range, a loop).
+    """
+    if page_size < 512:
+        return 0, None
+    zero = bytes(page_size)
+    dirty = 0
+    inspected = 0
+    seen: set[int] = set()
+    with path.open("rb") as handle:
+        header = handle.read(100)
+        total = max(int.from_bytes(header[28:32], "big"), handle.seek(0, 2) // page_size)
+
+        def page(number: int) -> bytes | None:
+            if not 1 <= number <= total or number in seen:
+                return None
+            seen.add(number)
+            handle.seek((number - 1) * page_size)
+            data = handle.read(page_size)
+            return data if len(data) == page_size else None
+
+        trunk = int.from_bytes(header[32:36], "big")
+        while trunk and inspected < limit:
+            data = page(trunk)
+            if data is None:
+                return dirty, None
+            inspected += 1
+            leaves = int.from_bytes(data[4:8], "big")
+            if leaves > (page_size - 8) // 4:
+                return dirty, None
+            # A trunk's unused slots may keep stale leaf numbers (SQLite does not
+            # clear a slot it takes a leaf from): only other bytes are old content.
+            tail = data[8 + 4 * leaves :]
+            if tail != zero[: len(tail)] and any(
+                int.from_bytes(tail[i : i + 4], "big") > total for i in range(0, len(tail), 4)
+            ):
+                dirty += 1
+            for i in range(leaves):
+                if inspected >= limit:
+                    break
+                leaf = page(int.from_bytes(data[8 + 4 * i : 12 + 4 * i], "big"))
+                if leaf is None:
+                    return dirty, None
+                inspected += 1
+                if leaf != zero:
+                    dirty += 1
+            trunk = int.from_bytes(data[0:4], "big")
+    return dirty, inspected
