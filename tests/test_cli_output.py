@@ -286,13 +286,31 @@ def test_missing_vectors_and_per_lane_exclusions_are_said():
         "keyword_excluded": {"expired": 4},
     }
     text = printed(trace)
-    assert "keyword matches: 8; left out: refuted 1, expired 0, out of scope 2" in text
-    assert "left out of the vector lane: refuted 1, no vector 3" in text
-    assert "left out of the vector lane: expired 2" in text
+    assert "keyword matches: 8\n" in text
+    assert (
+        "left out: refuted 1, expired 0, out of scope 2 (vector lane: refuted 1, no vector 3; "
+        "vector lane: expired 2; keyword lane: expired 4)" in " ".join(text.split())
+    )
     assert "3 live in-scope records have no stored vector" in text
-    assert "left out of the keyword lane: expired 4" in text
     assert "no stored vector" not in printed({**trace, "vectors_missing": 0})
     assert "keyword matches: 0" in printed({})  # an older or smaller trace prints too
+    older = {"matched": 8, "excluded": {"refuted": 1, "expired": 0, "out_of_scope": 2}}
+    assert printed(older) == "keyword matches: 8; left out: refuted 1, expired 0, out of scope 2\n"
+    # The trace as the search gives it now: the distinct records left out by either lane,
+    # then each lane's own counts (zeros left out).
+    lanes = {
+        "matched": 4,
+        "excluded": {"refuted": 0, "expired": 1, "out_of_scope": 0},
+        "excluded_by_lane": {
+            "keyword": {"refuted": 0, "expired": 1, "out_of_scope": 0},
+            "vector": {"refuted": 0, "expired": 0, "out_of_scope": 0},
+        },
+        "vectors_missing": None,
+    }
+    assert " ".join(printed(lanes).split()) == (
+        "keyword matches: 4 left out: refuted 0, expired 1, out of scope 0 "
+        "(keyword lane: expired 1; vector lane: none)"
+    )
 
 
 # ---------------------------------------------------------------- 80 columns

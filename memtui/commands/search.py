@@ -466,34 +466,48 @@ def _counts(counts: dict[str, Any]) -> str:
     )
 
 
-def _print_left_out(out: Console, trace: dict[str, Any]) -> None:
-    """What the live rule and the filters left out of the lanes, per lane when the trace says."""
+def _lane_exclusions(trace: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Per-lane exclusion counts, wherever the trace holds them: ``excluded_by_lane``,
+    ``excluded[lane]``, ``pools[lane]["excluded"]`` or ``<lane>_excluded``."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    by_lane = trace.get("excluded_by_lane")
+    if isinstance(by_lane, dict):
+        found.extend((lane, c) for lane, c in by_lane.items() if isinstance(c, dict))
     excluded = trace.get("excluded") or {}
-    flat = {key: n for key, n in excluded.items() if isinstance(n, int)}
-    line = Text(f"keyword matches: {trace.get('matched', 0)}", style="dim")
-    if flat:
-        line.append(f"; left out: {_counts(flat)}")
-    out.print(line)
-    # Per-lane counts, wherever the trace has them: excluded[lane], pools[lane]["excluded"]
-    # or <lane>_excluded.
-    per_lane = [(lane, counts) for lane, counts in excluded.items() if isinstance(counts, dict)]
+    found.extend((lane, c) for lane, c in excluded.items() if isinstance(c, dict))
     for lane, pool in (trace.get("pools") or {}).items():
         if isinstance(pool, dict) and isinstance(pool.get("excluded"), dict):
-            per_lane.append((lane, pool["excluded"]))
+            found.append((lane, pool["excluded"]))
     for key, counts in trace.items():
         if key.endswith("_excluded") and isinstance(counts, dict):
-            per_lane.append((key.removesuffix("_excluded"), counts))
-    for lane, counts in per_lane:
-        if _counts(counts):
-            out.print(Text(f"left out of the {lane} lane: {_counts(counts)}", style="dim"))
+            found.append((key.removesuffix("_excluded"), counts))
+    return found
+
+
+def _print_left_out(out: Console, trace: dict[str, Any]) -> None:
+    """What the live rule and the filters left out, and of each lane when the trace says."""
+    excluded = trace.get("excluded") or {}
+    flat = _counts({key: n for key, n in excluded.items() if isinstance(n, int)})
+    matched = f"keyword matches: {trace.get('matched', 0)}"
+    per_lane = _lane_exclusions(trace)
+    if not per_lane:
+        out.print(Text(matched + (f"; left out: {flat}" if flat else ""), style="dim"))
+    else:
+        lanes = "; ".join(
+            f"{lane} lane: " + (_counts({k: n for k, n in counts.items() if n}) or "none")
+            for lane, counts in per_lane
+        )
+        out.print(Text(matched, style="dim"))
+        out.print(
+            Text(f"left out: {flat} ({lanes})" if flat else f"left out: {lanes}", style="dim")
+        )
     missing = trace.get("vectors_missing")
     if isinstance(missing, int) and missing > 0:
+        many = missing != 1
         out.print(
             Text(
-                f"{missing} live in-scope record{'s' if missing != 1 else ''} "
-                "ha{} no stored vector: the vector lane cannot find {}".format(
-                    "ve" if missing != 1 else "s", "them" if missing != 1 else "it"
-                ),
+                f"{missing} live in-scope record{'s have' if many else ' has'} no stored vector: "
+                f"the vector lane cannot find {'them' if many else 'it'}",
                 style="yellow",
             )
         )
