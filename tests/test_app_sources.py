@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -163,8 +164,6 @@ async def type_text(pilot, text: str) -> None:
 
 
 def store_rows(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
-    import sqlite3
-
     conn = sqlite3.connect(path)
     try:
         return conn.execute(sql, params).fetchall()
@@ -233,6 +232,39 @@ async def test_forget_from_the_browse_table_follows_the_stores_rule(kind, target
             (target.split(":", 1)[1],),
         ) == [(0,)]
         assert store_rows(path, "SELECT count(*) FROM archival_passages") == [(4,)]
+
+
+async def test_the_app_says_which_work_still_quotes_a_forgotten_preference(tmp_path):
+    path = make(PREFERENCES, tmp_path / "store")
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "INSERT INTO assistant_work (origin, session, prompt, result, status, created, "
+            "context_revision) VALUES ('chat', 's-beta', 'plan the picnic', "
+            "'Noted: allergic to qwphlumbix pollen', 'done', 1796040900, 1)"
+        )
+    conn.close()
+    source = open_source(path, clock=fixed_clock, allow_writes=True, operator="tester")
+    try:
+        app = make_app(source, operator="tester", poll_interval=None)
+        async with app.run_test(size=(140, 50)) as pilot:
+            await settle(pilot)
+            table = app.query_one(RecordTable)
+            table.focus()
+            table.move_cursor(row=[r.id for r in table.records].index("pref:4"))
+            await settle(pilot)
+            await pilot.press("f")
+            await settle(pilot)
+            await type_text(pilot, "asked")
+            await pilot.click("#confirm")
+            await settle(pilot)
+            messages = " ".join(str(n.message) for n in app._notifications)
+            assert "erasure NOT verified" in messages and "erasure verified" not in messages
+            assert "work:5 (session 's-beta', still eligible for future context)" in messages
+            assert "the store's rule keeps work results" in messages
+            assert "allergic" not in messages
+    finally:
+        source.close()
 
 
 async def test_native_only_keys_are_not_offered_on_a_foreign_store(tmp_path):
@@ -342,8 +374,6 @@ def test_run_app_asks_which_collection_then_opens_it(tmp_path, monkeypatch):
 
 
 async def test_live_change_refreshes_counts_and_keeps_the_highlighted_record(tmp_path):
-    import sqlite3
-
     path = copy_fixture(LANGGRAPH, tmp_path)
     source = open_source(path, now=LG_NOW)
     try:
