@@ -19,7 +19,11 @@ session, prompt, result, status, created, context_revision)``;
   ``(session, name)`` deleted, the session's revision advanced (older work
   stops entering future context), and a ``memory_events`` row naming what
   changed, never the value; plus memtui's audit event. Only preferences are
-  forgotten this way; work results follow their session's revision.
+  forgotten this way; work results follow their session's revision. The rule
+  keeps work results, so a work row (in any session) that quotes a forgotten
+  value as a whole phrase keeps it on file: the outcome is then not verified,
+  and it names those rows with their session and whether they are still
+  eligible for future context (an eligible one still brings the value there).
 """
 
 from __future__ import annotations
