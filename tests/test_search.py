@@ -280,6 +280,8 @@ def test_refuted_tactic_leaves_search_but_its_row_stays(hstore):
     after = hybrid_search(hstore, "zanzibar quokka")
     assert rid not in [r.record_id for r in after.candidates]
     assert after.trace["excluded"] == {"refuted": 1, "expired": 0, "out_of_scope": 0}
+    lanes = after.trace["excluded_by_lane"]
+    assert lanes["keyword"]["refuted"] == lanes["vector"]["refuted"] == 1  # one record, once
     assert after.trace["matched"] == 1
     kept = hstore.fetch(include_refuted=True, record_type="tactic")
     assert [r.id for r in kept] == [rid] and kept[0].refuted
@@ -326,7 +328,11 @@ def test_filters_restrict_both_lanes_and_count_what_they_left_out(hstore):
     response = hybrid_search(hstore, "heron payload", filters={"engagement": "eng-a"})
     assert ids(response) == [mine]
     assert [r.record_id for r in response.candidates] == [mine]
-    assert response.trace["excluded"]["out_of_scope"] == 1  # the knowledge note lacks "payload"
+    # The keyword lane dropped eng-b's record (the knowledge note lacks "payload"); the
+    # vector lane would also have had the knowledge note (it shares "heron"): 2 distinct.
+    assert response.trace["excluded_by_lane"]["keyword"]["out_of_scope"] == 1
+    assert response.trace["excluded_by_lane"]["vector"]["out_of_scope"] == 2
+    assert response.trace["excluded"]["out_of_scope"] == 2
     assert response.trace["filters"] == {"engagement": "eng-a"}
     wider = hybrid_search(hstore, "heron", filters={"tier": "episodic"}, keyword_only=True)
     assert len(wider.results) == 2
@@ -658,7 +664,14 @@ def test_sample_corpus_search_finds_the_sqlmap_tactic_and_adds_up(sample_store):
     assert response.trace["embedder"] == "hash-256"
     assert response.trace["terms"] == ["sql", "injection", "items", "api"]
     assert response.trace["pools"]["keyword"]["size"] == 8
-    assert response.trace["excluded"] == {"refuted": 0, "expired": 0, "out_of_scope": 0}
+    # No keyword match was left out; one expired record would have been in the vector pool.
+    assert response.trace["excluded_by_lane"]["keyword"] == {
+        "refuted": 0,
+        "expired": 0,
+        "out_of_scope": 0,
+    }
+    assert response.trace["excluded"] == {"refuted": 0, "expired": 1, "out_of_scope": 0}
+    assert response.trace["vectors_missing"] == 0
     found = {r.record_id: r for r in response.results}
     assert tactic.id in found
     hit = found[tactic.id]

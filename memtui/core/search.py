@@ -24,7 +24,7 @@ from operator import itemgetter, sub, truediv
 from typing import Any
 
 from memtui.core.cancel import stop_if
-from memtui.core.embed import Embedder, EmbedderError, resolve_embedder
+from memtui.core.embed import Embedder, EmbedderError, builtin_embedder
 from memtui.core.records import format_timestamp, parse_timestamp
 from memtui.core.store import FTS_TABLE, MemoryStore, MemoryStoreError
 
@@ -221,6 +221,15 @@ class _Lane:
     normalized: dict[int, float] = field(default_factory=dict)
     dates: dict[int, tuple[str | None, str | None]] = field(default_factory=dict)
     pool: dict[str, Any] = field(default_factory=dict)
+    # The records this lane would have returned but the live rule or the scope
+    # dropped, by reason ("refuted", "expired", "out_of_scope"): each an id array
+    # (ascending) or, for a handful, a set.
+    dropped: dict[str, Any] = field(default_factory=dict)
+    # The vector lane: how many live, in-scope records have no stored vector.
+    missing: int | None = None
+
+
+EXCLUSION_REASONS = ("refuted", "expired", "out_of_scope")
 
 
 def _lane_from_ranking(
@@ -395,14 +404,30 @@ class _Hidden:
     def matrix_rows(self, store: MemoryStore, cached: Any, now: str) -> Any:
         """Rows of the vector matrix ``cached`` that the live rule hides at ``now``."""
         np = _np()
+        refuted_rows, expired_rows = self.matrix_rows_by_reason(store, cached, now)
+        return np.concatenate([refuted_rows, expired_rows])
+
+    def matrix_rows_by_reason(self, store: MemoryStore, cached: Any, now: str) -> tuple[Any, Any]:
+        """Rows of the vector matrix ``cached`` that the live rule hides at ``now``: the
+        refuted ones, and the expired ones that are not refuted (no row in both)."""
         held = self.rows_in.get("matrix")
         if held is None or held[0] is not cached:
             ids = cached.ids
             held = (cached, _positions(ids, self.refuted), _positions(ids, self.expiring_ids))
             self.rows_in["matrix"] = held
         _matrix, refuted_rows, expiring_rows = held
-        rows = np.concatenate([refuted_rows, expiring_rows[self.expired_flags(store, now)]])
-        return rows[rows >= 0]
+        expired_rows = expiring_rows[self.expired_flags(store, now)]
+        return refuted_rows[refuted_rows >= 0], expired_rows[expired_rows >= 0]
+
+    def live_total(self, store: MemoryStore, now: str) -> int:
+        """How many records are live at ``now``: every row less the hidden ones.
+
+        The row count is kept until the data changes (``MemoryStore.derived``);
+        the hidden ones are this object's arrays: no scan per search.
+        """
+        total = store.derived("record count", MemoryStore.record_count)
+        expired = int(_np().count_nonzero(self.expired_flags(store, now)))
+        return max(0, total - len(self.refuted) - expired)
 
 
 def _np() -> Any:
@@ -569,7 +594,24 @@ def _keyword_lane(
     pool_size: int,
     cancelled: Callable[[], bool] | None = None,
 ) -> tuple[_Lane, dict[str, int], int]:
-    """Top ``pool_size`` live, in-scope matches by BM25, and counts of the excluded.
+    """Top ``pool_size`` live, in-scope matches by BM25, the excluded matches counted
+    by reason, and how many matched (see ``_keyword_lane_detail``)."""
+    lane, total = _keyword_lane_detail(store, match, filters, pool_size, cancelled)
+    return lane, {reason: len(ids) for reason, ids in lane.dropped.items()}, total
+
+
+def _keyword_lane_detail(
+    store: MemoryStore,
+    match: str,
+    filters: Mapping[str, Any] | None,
+    pool_size: int,
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[_Lane, int]:
+    """Top ``pool_size`` live, in-scope matches by BM25, and how many matched.
+
+    The lane's ``dropped`` holds, by reason, the ids of every match the live
+    rule or the scope left out (refuted first; expired and not refuted; out of
+    scope and live).
 
     FTS5 ranks the matches by ``bm25()`` exactly as a plain top-N query does,
     N being twice the pool plus a margin for the rows the live rule hides.
@@ -597,7 +639,8 @@ def _keyword_lane(
         )
         if len(rows) < fetch:
             # Fewer matches than asked for: the ranking holds every one of them.
-            return _every_match_ranked(store, hidden, rows, pool_size)
+            lane, excluded, total = _every_match_ranked(store, hidden, rows, pool_size)
+            return lane, total
         first = (fetch, rows)
         text = early.result() if early is not None else None
         if text is None:
@@ -605,24 +648,28 @@ def _keyword_lane(
         matched = _parse_ids(text)
     np = _np()
     total = len(matched)
-    excluded = {"refuted": 0, "expired": 0, "out_of_scope": 0}
+    none = np.zeros(0, dtype=np.int64)
     if total == 0:
-        return _lane_from_ranking((), pool_size), excluded, 0
+        lane = _lane_from_ranking((), pool_size)
+        lane.dropped = dict.fromkeys(EXCLUSION_REASONS, none)
+        return lane, 0
     if total > 1 and not bool((matched[1:] > matched[:-1]).all()):
         matched = np.unique(matched)
         total = len(matched)
     refuted, expired = hidden.classify(store, matched)
     out = refuted | expired
-    excluded["refuted"] = int(np.count_nonzero(refuted))
-    excluded["expired"] = int(np.count_nonzero(expired))
+    by_reason = {"refuted": matched[refuted], "expired": matched[expired], "out_of_scope": none}
     if filters:
         live = ~out
         scope = _in_scope(store, filters, matched[live])
-        excluded["out_of_scope"] = int((~scope).sum())
-        out[np.flatnonzero(live)[~scope]] = True
+        outside = np.flatnonzero(live)[~scope]
+        by_reason["out_of_scope"] = matched[outside]
+        out[outside] = True
     dropped = set(matched[out].tolist()) if out.any() else set()
     lane_rows = _keyword_pool(store, match, pool_size, total, dropped, first, cancelled)
-    return _lane_from_ranking(lane_rows, pool_size), excluded, total
+    lane = _lane_from_ranking(lane_rows, pool_size)
+    lane.dropped = by_reason
+    return lane, total
 
 
 def _every_match_ranked(
@@ -639,7 +686,9 @@ def _every_match_ranked(
     if refuted or expired:
         gone = refuted | expired  # the pool is the best pool_size of the rest
         rows = [row for row in rows[: pool_size + len(gone)] if row[0] not in gone]
-    return _lane_from_ranking(rows[:pool_size], pool_size), excluded, total
+    lane = _lane_from_ranking(rows[:pool_size], pool_size)
+    lane.dropped = {"refuted": refuted, "expired": expired, "out_of_scope": set()}  # a few ids
+    return lane, excluded, total
 
 
 _SIDE_POOL: ThreadPoolExecutor | None = None
@@ -753,19 +802,33 @@ def _vector_lane(
     the pool's last exact score) get their cosine recomputed exactly as
     ``cosine()`` does it, in float64 summed in order, so scores and ties are the
     same as a row-by-row computation would give.
+
+    The lane also says what it left out, from what the matrix already holds
+    (no scan of the records): ``dropped``, by reason, the records hidden by the
+    live rule or out of scope that would have been in the pool had they been
+    live and in scope (see ``_would_enter``); and ``missing``, how many live,
+    in-scope records have no stored vector (so can never be found by it).
     """
     from memtui.core import vector_cache
 
     np = _np()
     filters = dict(filters or {})
     cached = vector_cache.load(store, cancelled, progress)
-    if cached is None or len(cached) == 0 and not cached.bad:
+    if cached is None:
         return _lane_from_ranking((), pool_size)
+    hidden = _hidden_rows(store)
+    now = store.now_text()
+    if len(cached) == 0 and not cached.bad:
+        lane = _lane_from_ranking((), pool_size)
+        lane.missing = len(_scope_ids(store, filters)) if filters else hidden.live_total(store, now)
+        return lane
     dim = len(query_vector)
     if cached.bad or cached.dim != dim:
         _check_dimensions(store, cached, dim, filters)
     if len(cached) == 0:
-        return _lane_from_ranking((), pool_size)
+        lane = _lane_from_ranking((), pool_size)
+        lane.missing = len(_scope_ids(store, filters)) if filters else hidden.live_total(store, now)
+        return lane
     ids, matrix = cached.ids, cached.matrix
     query64 = np.asarray(query_vector, dtype=np.float64)
     query32 = query64.astype(np.float32)
@@ -775,19 +838,84 @@ def _vector_lane(
         approx /= cached.norms * np.float32(query_norm)
     approx[cached.norms == 0] = 0.0  # cosine() gives 0 for an all-zero vector
     approx[~np.isfinite(approx)] = np.inf  # unknown: let the exact pass decide
+    removed = 0
     if cached.removed is not None and len(cached.removed):
         approx[cached.removed] = -np.inf  # rows of forgotten records: zeros, never a result
+        removed = len(cached.removed)
     # Rows that cannot be in the lane: hidden by the live rule, or out of scope.
-    hidden_rows = _hidden_rows(store).matrix_rows(store, cached, store.now_text())
-    approx[hidden_rows[hidden_rows >= 0]] = -np.inf
+    # Their scores are kept aside to count the ones that would have made the pool.
+    refuted_rows, expired_rows = hidden.matrix_rows_by_reason(store, cached, now)
+    kept = {"refuted": approx[refuted_rows], "expired": approx[expired_rows]}
+    approx[refuted_rows] = -np.inf
+    approx[expired_rows] = -np.inf
+    before = in_scope = None
     if filters:
         scope = _scope_ids(store, filters)
-        approx[~_members(scope, ids)] = -np.inf
+        in_scope = _members(scope, ids)
+        missing = len(scope) - int(np.count_nonzero(in_scope))
+        before = approx.copy()  # hidden and gone rows are -inf in it already
+        approx[~in_scope] = -np.inf
+    else:
+        with_vector = len(ids) - removed - len(refuted_rows) - len(expired_rows)
+        missing = hidden.live_total(store, now) - with_vector
     # |approx - cosine| <= bound: float32 rounding of the products, the sums
     # and the norms, doubled for safety.
     bound = 2.0 * (2 * dim + 16) * 2.0**-24
     best, dates = _best_rows(store, cached, approx, query64, bound, filters, pool_size)
-    return _lane_from_ranking(best, pool_size, dates)
+    lane = _lane_from_ranking(best, pool_size, dates)
+    lane.missing = max(0, missing)
+    if before is not None:
+        # Out of scope and live: only rows near or above the pool's line can count.
+        line = best[-1][1] if len(best) >= pool_size else 0.0
+        outside = np.flatnonzero((before >= np.float32(line - bound)) & ~in_scope)
+        kept["out_of_scope"] = before[outside]
+    else:
+        outside = None
+    rows_of = {"refuted": refuted_rows, "expired": expired_rows, "out_of_scope": outside}
+    lane.dropped = {}
+    for reason in EXCLUSION_REASONS:
+        rows = rows_of[reason]
+        if rows is None or not len(rows):
+            lane.dropped[reason] = ()
+            continue
+        enter = _would_enter(cached, rows, kept[reason], query64, bound, best, pool_size)
+        lane.dropped[reason] = ids[rows[enter]]  # rows ascend, and ids with them
+    return lane
+
+
+def _would_enter(
+    cached: Any,
+    rows: Any,
+    approx: Any,
+    query64: Any,
+    bound: float,
+    best: Sequence[tuple[int, float]],
+    pool_size: int,
+) -> Any:
+    """Mask over matrix ``rows`` (their approximate cosines ``approx``): which would
+    have been in the vector lane's pool ``best`` had they been live and in scope.
+
+    A full pool takes a row that ranks before its last entry (a higher cosine,
+    or the same cosine and a lower id); a pool with room takes any positive
+    cosine. Only rows within the rounding bound of that line get their exact
+    cosine; a row whose float32 product is exactly 0 shares nothing with the
+    query (cosine 0) and is never taken.
+    """
+    np = _np()
+    full = len(best) >= pool_size
+    line = best[-1][1] if full else 0.0
+    # +inf marks a row whose approximate score is unknown (a non-finite stored
+    # value): it goes to the exact pass with the rows near the line.
+    sure = (approx > line + bound) & (approx < np.inf)
+    near = np.flatnonzero((approx >= line - bound) & ~sure & (approx != 0.0))
+    if len(near):
+        query_sq = float(np.cumsum(query64 * query64)[-1])
+        exact = _exact_cosines(cached.matrix, rows[near], query64, query_sq)
+        ok = exact > 0
+        if full:
+            ok &= (exact > line) | ((exact == line) & (cached.ids[rows[near]] < best[-1][0]))
+        sure[near[ok]] = True
+    return sure
 
 
 def _scope_ids(store: MemoryStore, filters: Mapping[str, Any]) -> Any:
@@ -904,16 +1032,26 @@ def _query_vector(
                 ("no embedder: this database has no vectors (none recorded) and none was given"),
                 None,
             )
+        # The file names its embedder, but a file is untrusted input: only a
+        # built-in is taken from it. A plug-in (module:callable) would be code
+        # the file chose to run; the operator passes it explicitly instead.
+        recorded_name = _shown(recorded["name"])
         try:
-            embedder = resolve_embedder(recorded["name"])
+            embedder = builtin_embedder(recorded["name"])
         except EmbedderError as exc:
+            return None, f"the database's embedder {recorded_name} is refused: {exc}", None
+        if embedder is None:
+            spec = recorded.get("spec")
+            loaded = f" (loaded as {_shown(spec)})" if spec else ""
             return (
                 None,
-                (f"the database's embedder {recorded['name']} cannot be loaded: {exc}"),
-                recorded["name"],
+                (
+                    f"the stored vectors were written by the plug-in embedder {recorded_name}"
+                    f"{loaded}; memtui never loads code that a database file names: pass it "
+                    f"yourself with --embedder {_shown(spec) if spec else 'module:callable'}"
+                ),
+                None,
             )
-        if embedder is None:
-            return None, "no embedder: the database records none", None
     name = getattr(embedder, "name", repr(embedder))
     dim = getattr(embedder, "dim", None)
     if recorded is None:
@@ -962,6 +1100,11 @@ def _query_vector(
     return vector, None, name
 
 
+def _shown(text: str, limit: int = 120) -> str:
+    """Text read from the database file (an embedder's name), cut short for a message."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 # ---------------------------------------------------------------- search
 
 
@@ -988,6 +1131,34 @@ def hybrid_search(
     full-text statement included) and raises ``Cancelled``. The first vector
     search after a vector write builds the vector matrix (seconds at a
     million); ``vector_progress(done, total)`` follows that build.
+
+    Without ``embedder``, the vector lane uses the embedder the file records
+    only when it is a built-in (``hash-N``): a plug-in named in the file is
+    never imported (the trace's ``fallback`` names it and its spec, to pass
+    as ``embedder``).
+
+    The trace (a plain dict) holds, among others:
+
+    - ``query``, ``terms``, ``match``: the sanitized query and its index terms;
+    - ``weights`` (used), ``requested_weights``, ``fallback`` (why the vector
+      lane did not count, or None), ``embedder``;
+    - ``keyword_lane_error`` (and ``keyword_lane_message``): the full-text
+      query failed, as opposed to matching nothing;
+    - ``pools``: each lane's candidate pool (``size``, ``min``, ``max``, ``limit``);
+    - ``matched``: how many records the keyword query matched;
+    - ``excluded``: by reason (``refuted``, ``expired``, ``out_of_scope``), the
+      distinct records that either lane would have returned but that were
+      left out: for the keyword lane every match the live rule or the scope
+      dropped; for the vector lane each hidden or out-of-scope record that
+      would have been in its pool. A record refuted and out of scope counts
+      as refuted; one dropped by both lanes counts once;
+    - ``excluded_by_lane``: the same counts for each lane on its own
+      (``{"keyword": {...}, "vector": {...}}``);
+    - ``vectors_missing``: when the vector lane ran, how many live, in-scope
+      records have no stored vector (the lane can never find them: a keyword
+      match among them scores 0 there); None when it did not run;
+    - ``candidates``, ``limit``, ``truncated``: how many merged, the cut, and
+      whether results were left out by it.
     """
     if int(limit) < 1:
         raise ValueError(f"limit must be at least 1, got {limit}")
@@ -1023,6 +1194,11 @@ def hybrid_search(
             "vector": {"size": 0, "min": None, "max": None, "limit": pool_size},
         },
         "excluded": {"refuted": 0, "expired": 0, "out_of_scope": 0},
+        "excluded_by_lane": {
+            "keyword": {"refuted": 0, "expired": 0, "out_of_scope": 0},
+            "vector": {"refuted": 0, "expired": 0, "out_of_scope": 0},
+        },
+        "vectors_missing": None,
         "matched": 0,
         "candidates": 0,
         "limit": limit,
@@ -1037,8 +1213,7 @@ def hybrid_search(
 
     stop_if(cancelled)
     try:
-        keyword, excluded, matched = _keyword_lane(store, match, filters, pool_size, cancelled)
-        trace["excluded"] = excluded
+        keyword, matched = _keyword_lane_detail(store, match, filters, pool_size, cancelled)
         trace["matched"] = matched
     except sqlite3.DatabaseError as exc:
         stop_if(cancelled)  # the statement was interrupted because the search was cancelled
@@ -1062,6 +1237,15 @@ def hybrid_search(
             except _VectorMismatch as exc:
                 reason = str(exc)
     trace["pools"]["vector"] = vector.pool
+    trace["vectors_missing"] = vector.missing
+    trace["excluded_by_lane"] = {
+        "keyword": _counts(keyword.dropped),
+        "vector": _counts(vector.dropped),
+    }
+    trace["excluded"] = {
+        reason: _distinct(keyword.dropped.get(reason, ()), vector.dropped.get(reason, ()))
+        for reason in EXCLUSION_REASONS
+    }
     trace["fallback"] = reason
     used = dict(FALLBACK_WEIGHTS) if reason else requested
     trace["weights"] = used
@@ -1091,6 +1275,23 @@ def hybrid_search(
             )
         )
     return _ranked(candidates, trace)
+
+
+def _counts(dropped: Mapping[str, Any]) -> dict[str, int]:
+    return {reason: len(dropped.get(reason, ())) for reason in EXCLUSION_REASONS}
+
+
+def _distinct(first: Any, second: Any) -> int:
+    """How many distinct ids two collections hold together (each ids without repeats:
+    an ascending array, or a set)."""
+    if not len(first) or not len(second):
+        return len(first) + len(second)
+    np = _np()
+    a = first if isinstance(first, np.ndarray) else np.array(sorted(first), dtype=np.int64)
+    b = second if isinstance(second, np.ndarray) else np.array(sorted(second), dtype=np.int64)
+    if len(a) < len(b):
+        a, b = b, a
+    return len(a) + len(b) - int(np.count_nonzero(_members(a, b)))
 
 
 def _result(
