@@ -230,3 +230,15 @@ def test_the_vector_lanes_exclusions_equal_a_row_by_row_count(tmp_path, filters,
         if pool_size > 1:  # the check has something to check (a pool of 1 takes the best)
             assert seen["refuted"] and seen["expired"]
             assert bool(seen["out_of_scope"]) == bool(filters)
+
+
+def test_a_store_adopts_only_a_sane_builtin_that_wrote_vectors(sample_db, tmp_path):
+    with MemoryStore(tmp_path / "empty.db", clock=fixed_clock) as store:
+        store.add_record(tier="knowledge", record_type="note", content="no vectors here")
+    set_recorded(tmp_path / "empty.db", embedder_name="hash-256", embedder_dim="256")
+    with MemoryStore(tmp_path / "empty.db", clock=fixed_clock) as store:
+        assert store.embedder is None  # no vectors: nothing to embed alongside
+    for name, dim in (("hash-100000000", "100000000"), ("hash-64", "256")):
+        set_recorded(sample_db, embedder_name=name, embedder_dim=dim)
+        with MemoryStore(sample_db, clock=fixed_clock) as store:
+            assert store.embedder is None  # refused, or not the embedder that wrote them

@@ -521,7 +521,8 @@ class MemoryStore:
         self.embedder = embedder
 
     def _recorded_builtin(self) -> Embedder | None:
-        """The built-in embedder the file records, to embed new records as the others are.
+        """The built-in embedder that wrote the file's vectors, to embed new records as
+        the others are (None when the file has no vectors).
 
         Only a built-in ``hash-N`` with the recorded dimension: a plug-in named
         in the file is never imported (the file is untrusted input); a store
@@ -529,8 +530,8 @@ class MemoryStore:
         with that embedder (search reports them as ``vectors_missing``).
         """
         recorded = self.recorded_embedder()
-        if recorded is None:
-            return None
+        if recorded is None or not self.query("SELECT 1 FROM vectors LIMIT 1"):
+            return None  # no vectors to keep company with
         try:
             builtin = builtin_embedder(recorded["name"])
         except EmbedderError:
