@@ -19,6 +19,10 @@ _BIDI_AND_SEPARATORS = (
     "\U000e0000-\U000e007f"
 )
 _UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
+# What json.dumps(ensure_ascii=False) leaves raw: it escapes C0 controls inside
+# strings itself (a raw newline in its output is indentation). These can only
+# sit inside strings (JSON's syntax is ASCII), where \uXXXX means the same.
+_JSON_UNSAFE = re.compile(f"[\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
 _UNSAFE_KEEP_LINES = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_BIDI_AND_SEPARATORS}]")
 
 ESCAPE_STYLE = "reverse"
@@ -31,6 +35,24 @@ def _escape(char: str) -> str:
     if code <= 0xFFFF:
         return f"\\u{code:04x}"
     return f"\\U{code:08x}"
+
+
+def _json_escape(char: str) -> str:
+    units = char.encode("utf-16-be")
+    return "".join(
+        f"\\u{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)
+    )
+
+
+def escape_json_controls(text: str) -> str:
+    """``json.dumps`` text with the controls it leaves raw written as ``\\uXXXX``.
+
+    ``json.dumps(..., ensure_ascii=False)`` escapes C0 controls but leaves DEL,
+    C1 controls (U+009B is a CSI), bidi overrides and line separators raw, and a
+    terminal acts on them. Parsed, the escaped text gives back the exact same
+    values; other non-ASCII text stays readable.
+    """
+    return _JSON_UNSAFE.sub(lambda m: _json_escape(m.group()), text)
 
 
 def _pattern(keep_lines: bool) -> re.Pattern[str]:

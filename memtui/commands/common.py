@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.records import MemoryRecord, parse_timestamp
 from memtui.core.secrets import mask_metadata
 from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
-from memtui.render import escape_controls
+from memtui.render import escape_controls, escape_json_controls
 from memtui.sources import MemorySource, open_source
 
 EXPECTED_ERRORS = (MemoryStoreError, CorpusError, EmbedderError)
@@ -205,8 +206,41 @@ def console() -> Console:
     return Console(soft_wrap=False, highlight=False, markup=False, emoji=False, width=width)
 
 
+def json_text(data: Any) -> str:
+    """Strict JSON for scripts, safe to print to a terminal.
+
+    Strict: NaN and Infinity are not JSON (``json.loads`` elsewhere refuses
+    them), so a value that holds one (read from a store memtui did not fill)
+    is printed with it as the text ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``.
+    Safe: controls that ``json.dumps`` leaves raw (DEL, C1, bidi overrides,
+    line separators) are written as ``\\uXXXX`` escapes, which parse back to
+    the same text. Other non-ASCII text stays readable.
+    """
+    try:
+        try:
+            text = json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False)
+        except ValueError as exc:
+            if "float" not in str(exc):  # "Out of range float values are not JSON compliant"
+                raise
+            text = json.dumps(_finite(data), indent=2, ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise click.ClickException("the data is nested too deeply to print as JSON") from None
+    return escape_json_controls(text)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by its name as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
+    click.echo(json_text(data))
 
 
 def record_state(record: MemoryRecord, store: MemoryStore) -> str:

@@ -7,6 +7,9 @@ nothing, and the error names the record and the field.
 from __future__ import annotations
 
 import json
+import math
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +54,134 @@ def load_corpus(path: str | Path) -> list[dict[str, Any]]:
         raise CorpusError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise CorpusError(f"{path}: cannot read it ({exc.strerror})") from None
+    return prepare_corpus(parse_corpus_text(text, label=str(path)), label=str(path))
+
+
+#: how deep a corpus may nest (the list of records is level 1, a record level 2)
+MAX_NESTING = 64
+
+
+class _Refused:
+    """What the parser returns for a value the corpus may not hold, to name it after."""
+
+    __slots__ = ("what",)
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+
+def _parse_constant(name: str) -> _Refused:
+    return _Refused(f"{name}, which JSON does not allow")
+
+
+def _parse_float(text: str) -> float | _Refused:
+    value = float(text)
+    return value if math.isfinite(value) else _Refused(f"{text}, beyond the range of a number")
+
+
+def _parse_int(text: str) -> int | _Refused:
     try:
-        data = json.loads(text)
+        return int(text)
+    except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+        digits = len(text.lstrip("-"))
+        return _Refused(
+            f"a whole number of {digits} digits (at most {sys.get_int_max_str_digits()})"
+        )
+
+
+def parse_corpus_text(text: str, *, label: str = "corpus") -> Any:
+    """Parse corpus JSON strictly, or raise ``CorpusError`` saying what and where.
+
+    Beyond syntax errors it refuses what JSON does not have (NaN, Infinity, a
+    number out of float range), whole numbers too long to convert, and
+    nesting deeper than ``MAX_NESTING``, which no record needs and which
+    would overflow the recursion of any code that walks it later.
+    """
+    try:
+        data = json.loads(
+            text,
+            parse_constant=_parse_constant,
+            parse_float=_parse_float,
+            parse_int=_parse_int,
+        )
     except json.JSONDecodeError as exc:
         raise CorpusError(
-            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+            f"{label}: invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
         ) from None
-    return prepare_corpus(data, label=str(path))
+    except RecursionError:
+        line, column = _too_deep_at(text)
+        raise CorpusError(
+            f"{label}: JSON nested more than {MAX_NESTING} levels deep at line {line}, "
+            f"column {column}"
+        ) from None
+    _refuse_values(data, label)
+    return data
+
+
+def _too_deep_at(text: str) -> tuple[int, int]:
+    """Line and column of the first bracket that opens level ``MAX_NESTING + 1``."""
+    depth = 0
+    for match in _JSON_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                start = match.start()
+                line = text.count("\n", 0, start) + 1
+                return line, start - (text.rfind("\n", 0, start) + 1) + 1
+        elif token in "]}":
+            depth -= 1
+    return 1, 1
+
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+class _Found(Exception):
+    """Raised from deep in a walk; the path is collected on the way back up."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.path: list[str | int] = []
+
+
+def _walk(value: Any, depth: int) -> None:
+    """Raise ``_Found`` at the first refused value or too-deep container, in document order."""
+    if depth >= MAX_NESTING and value:
+        raise _Found(f"nests more than {MAX_NESTING} levels deep")
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        kind = item.__class__
+        if kind is dict or kind is list or kind is _Refused:
+            try:
+                if kind is _Refused:
+                    raise _Found(f"is {item.what}")
+                _walk(item, depth + 1)
+            except _Found as found:
+                found.path.append(key)
+                raise
+
+
+def _refuse_values(data: Any, label: str) -> None:
+    """Name the first refused value or too-deep nesting: its record and field."""
+    if not isinstance(data, list):
+        return  # prepare_corpus says what the corpus must be
+    try:
+        _walk(data, 1)
+    except _Found as found:
+        record, *parts = reversed(found.path)
+        _refuse(label, int(record), parts, found.what)
+
+
+def _refuse(label: str, record: int, parts: list[str | int], what: str) -> None:
+    name = ""
+    for key in parts:
+        name += f"[{key}]" if isinstance(key, int) else (f".{key}" if name else str(key))
+    if len(name) > 60:
+        name = name[:60] + "…"
+    where = f"record {record}: '{name}'" if name else f"record {record}"
+    raise CorpusError(f"{label}: {where} {what}")
 
 
 def prepare_corpus(data: Any, *, label: str = "corpus") -> list[dict[str, Any]]:
