@@ -5,7 +5,7 @@ from click.testing import CliRunner
 
 from memtui.cli import main
 from memtui.core.corpus import prepare_corpus
-from memtui.core.secrets import is_secret_key, mask_metadata, secret_paths
+from memtui.core.secrets import MAX_DEPTH, TOO_DEEP, is_secret_key, mask_metadata, secret_paths
 from memtui.core.store import MemoryStore, MemoryStoreError
 
 SECRET = "sess-4f1c9e-supersecret"
@@ -26,6 +26,43 @@ SECRET = "sess-4f1c9e-supersecret"
         "credentials",
         "session_cookie",
         "Authorization",
+        # found missing by the audit
+        "auth",
+        "jwt",
+        "ssh_key",
+        "access_key",
+        "aws_access_key_id",
+        "AWS_SECRET_ACCESS_KEY",
+        "signing_key",
+        "signingKey",
+        "PHPSESSID",
+        "JSESSIONID",
+        "ASP.NET_SessionId",
+        "sessid",
+        "session_id",
+        "sessionId",
+        "passcode",
+        "creds",
+        "dsn",
+        "sentry_dsn",
+        "private_key",
+        "privateKey",
+        "bearer",
+        "Bearer-Token",
+        # the same families, spelled otherwise
+        "X-Auth-Token",
+        "basic_auth",
+        "basicAuth",
+        "auth_header",
+        "oauth",
+        "X-Api-Key",
+        "masterKey",
+        "encryption_key",
+        "otp",
+        "card_pin",
+        "connection_string",
+        "pass",
+        "pass_hash",
     ],
 )
 def test_secret_looking_names_are_recognised(name):
@@ -33,10 +70,56 @@ def test_secret_looking_names_are_recognised(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["param_name", "severity", "url", "tool", "passage", "bypass_technique"]
+    "name",
+    [
+        "param_name",
+        "severity",
+        "url",
+        "tool",
+        "passage",
+        "bypass_technique",
+        # words that contain a short secret word but are not one
+        "author",
+        "authority",
+        "authored_by",
+        "author_email",
+        "passive",
+        "compass",
+        "tokenizer",
+        "spin",
+        "opinion",
+        "credit",
+        "dsname",
+        # keys that are not secret keys; a bare "session" is a conversation's name
+        # in the stores memtui opens (its scope, searched as text)
+        "key",
+        "keys",
+        "keyword",
+        "monkey",
+        "key_id",
+        "hostkey",
+        "signature",
+        "session",
+        "session_revision",
+        "description",
+    ],
 )
 def test_ordinary_names_are_not(name):
     assert not is_secret_key(name)
+
+
+def test_masking_stops_at_a_depth_no_walker_overflows_on():
+    nested = {"token": "deep-secret"}
+    for _ in range(1000):
+        nested = {"n": nested}
+    masked = mask_metadata({"top": nested})
+    assert "deep-secret" not in json.dumps(masked)
+    depth, value = 0, masked
+    while isinstance(value, dict):
+        value, depth = value.get("top", value.get("n")), depth + 1
+    assert value == TOO_DEEP and depth == MAX_DEPTH
+    assert secret_paths({"top": nested}) == []
+    assert secret_paths({"a": [{"token": "t"}]}) == ["a[0].token"]
 
 
 def test_masking_reaches_nested_fields_and_hides_the_value():

@@ -10,18 +10,44 @@ from __future__ import annotations
 import re
 from typing import Any
 
+# Names that hold a secret wherever they appear in a field name, even run
+# together with other words ("clientsecret", "PHPSESSID", "x-auth-token").
 SECRET_NAME = re.compile(
-    r"passw(or)?d|passphrase|(^|[_-])pass($|[_-])|pwd|secret|token|api[_-]?key|apikey|credential|cookie|authorization"
-    r"|private[_-]?key|session[_-]?id|bearer",
+    r"passw(or)?d|passphrase|passcode|pwd|secret|token(?!iz)|credential|cookie|authori[sz]ation"
+    r"|api[_-]?key|apikey|priv(ate)?[_-]?key|bearer|jwt|sess(ion)?[_-]?id|sessid"
+    r"|connection[_-]?string",
     re.IGNORECASE,
 )
+# Short words that are secrets only as a whole word of the name: "auth" but not
+# "author" or "authority", "pass" but not "passage" or "bypass".
+SECRET_WORDS = frozenset(
+    {"pass", "auth", "oauth", "basicauth", "creds", "cred", "dsn", "otp", "totp", "pin"}
+)
+# "<kind> key" (any separator or none): aws_access_key_id, ssh_key, signingKey, masterkey.
+KEY_KINDS = (
+    "access|api|app|auth|client|consumer|crypto|deploy|enc|encryption|gpg|hmac|license"
+    "|master|pgp|priv|private|root|rsa|secret|session|sign|signing|ssh"
+)
+_KEY = re.compile(rf"(?:{KEY_KINDS})keys?")
+_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 MASK = "••••••••"
 
 
 def is_secret_key(name: str) -> bool:
-    """Whether a metadata field name looks like it holds a secret."""
-    return bool(SECRET_NAME.search(name))
+    """Whether a metadata field name looks like it holds a secret.
+
+    Masking a harmless field costs an audited reveal; showing a secret cannot be
+    undone. So the rules lean to masking, but not on every word that merely
+    contains a short one (``author``, ``passage``, ``monkey`` stay visible).
+    """
+    if SECRET_NAME.search(name):
+        return True
+    words = [w.lower() for w in _WORDS.findall(name)]
+    if any(w in SECRET_WORDS or _KEY.fullmatch(w) for w in words):
+        return True
+    pairs = zip(words, words[1:], strict=False)
+    return any(_KEY.fullmatch(a + b) for a, b in pairs)
 
 
 def masked_value(value: Any) -> str:
@@ -29,8 +55,20 @@ def masked_value(value: Any) -> str:
     return f"{MASK} (masked)"
 
 
-def mask_metadata(metadata: Any, *, path: str = "") -> Any:
-    """A copy of ``metadata`` with every secret-named field masked, at any depth."""
+#: how deep masking looks; anything deeper is shown as ``TOO_DEEP`` (secrets included)
+MAX_DEPTH = 64
+TOO_DEEP = "… (nested too deep to show)"
+
+
+def mask_metadata(metadata: Any, *, path: str = "", _depth: int = 0) -> Any:
+    """A copy of ``metadata`` with every secret-named field masked, at any depth.
+
+    Past ``MAX_DEPTH`` levels (which memtui's ingest refuses, but another
+    store may hold) the rest is replaced by ``TOO_DEEP``: nothing below is
+    shown, so nothing secret below can leak, and no walker recurses too far.
+    """
+    if isinstance(metadata, dict | list) and _depth >= MAX_DEPTH:
+        return TOO_DEEP
     if isinstance(metadata, dict):
         out: dict[str, Any] = {}
         for key, value in metadata.items():
@@ -38,26 +76,31 @@ def mask_metadata(metadata: Any, *, path: str = "") -> Any:
             if is_secret_key(str(key)) and value not in (None, "", [], {}):
                 out[key] = masked_value(value)
             else:
-                out[key] = mask_metadata(value, path=where)
+                out[key] = mask_metadata(value, path=where, _depth=_depth + 1)
         return out
     if isinstance(metadata, list):
-        return [mask_metadata(item, path=f"{path}[{i}]") for i, item in enumerate(metadata)]
+        return [
+            mask_metadata(item, path=f"{path}[{i}]", _depth=_depth + 1)
+            for i, item in enumerate(metadata)
+        ]
     return metadata
 
 
-def secret_paths(metadata: Any, *, path: str = "") -> list[str]:
-    """Dotted paths of every secret-named field that holds a value."""
+def secret_paths(metadata: Any, *, path: str = "", _depth: int = 0) -> list[str]:
+    """Dotted paths of every secret-named field that holds a value (within ``MAX_DEPTH``)."""
     found: list[str] = []
+    if _depth >= MAX_DEPTH:
+        return found
     if isinstance(metadata, dict):
         for key, value in metadata.items():
             where = f"{path}.{key}" if path else str(key)
             if is_secret_key(str(key)) and value not in (None, "", [], {}):
                 found.append(where)
             else:
-                found.extend(secret_paths(value, path=where))
+                found.extend(secret_paths(value, path=where, _depth=_depth + 1))
     elif isinstance(metadata, list):
         for i, item in enumerate(metadata):
-            found.extend(secret_paths(item, path=f"{path}[{i}]"))
+            found.extend(secret_paths(item, path=f"{path}[{i}]", _depth=_depth + 1))
     return found
 
 
