@@ -7,16 +7,21 @@ LangGraph fixture) are searched, filtered and explained the same way.
 
 from __future__ import annotations
 
+import io
+import json
+import re
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
 from fixtures.sources_support import LANGGRAPH, LANGGRAPH_VECTORS, copy_fixture
+from rich.console import Console
 from textual.widgets import Input, Select
 
 from memtui.core import search as search_module
@@ -27,10 +32,10 @@ from memtui.sources import open_source
 from memtui.sources.native import NativeSource
 from memtui.tui import search_view
 from memtui.tui.app import make_app
-from memtui.tui.breakdown import arithmetic, num, score_text
+from memtui.tui.breakdown import arithmetic, num, render_breakdown, score_text
 from memtui.tui.format import fit
 from memtui.tui.search_view import RESULT_LIMIT, ResultList, SearchPane
-from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
+from memtui.tui.testing import SAMPLE_CORPUS, build_sample_db, fixed_clock, screen_text, settle
 
 SIZE = (120, 40)
 QUERY = "sql injection"
@@ -116,6 +121,125 @@ def select_values(select: Select) -> list[str]:
     return [value for _prompt, value in select._options if isinstance(value, str)]
 
 
+# ---------------------------------------------------------------- redoing a breakdown
+
+LANE_LINE = re.compile(
+    r"^\s+(keyword|vector)\s+(?:raw (\S+) → norm|not in this lane's pool → norm) "
+    r"(\S+) × (\S+) = (\S+)$"
+)
+FORMULA_LINE = re.compile(r"^\s+norm = \((\S+) − (\S+)\) / \((\S+) − (\S+)\) ≈ (\S+)$")
+SCORE_LINE = re.compile(r"^\s+score\s+(\S+) \+ (\S+) = (\S+) ≈ (\S+)\s+✓ adds up")
+SHARE_LINE = re.compile(r"keyword (\d+)% · vector (\d+)%")
+TERM_LINE = re.compile(r"^\s+\S+\s+df\s+\d+\s+idf \S+\s+tf\s+\d+\s+→ (\S+)$")
+SIGMA_LINE = re.compile(r"^\s+Σ (\S+) = raw (\S+) ✓")
+FOUR = Decimal("0.0001")
+
+
+def close_to(printed: str, other: str, places: int = 4) -> bool:
+    """Two printings of the same float, ``other`` to ``places``: they agree to its rounding."""
+    a, b = Decimal(printed), Decimal(other)
+    return abs(a - b) <= Decimal(1).scaleb(-places) / 2 + Decimal("1e-9") + abs(b) * Decimal(
+        "1e-3"
+    ) * ("e" in other)
+
+
+def redo_breakdown(text: str, listed: str) -> int:
+    """Redo every line of a breakdown's arithmetic from the digits printed; the lines checked.
+
+    ``norm N × W = P``: P is N × W exactly. ``norm = (r − lo) / (hi − lo) ≈ q``: q is
+    that quotient rounded half up to four places, within 0.00006 of N (N has five).
+    ``score a + b = s ≈ x``: a and b are the lanes' P, s their exact sum, x is s rounded
+    half up and is the score listed. The share adds up to 100 and is the keyword part's
+    share to the percent. The BM25 terms add up exactly to Σ, which is the raw score.
+    """
+    lines = text.splitlines()
+    norms: dict[str, Decimal] = {}
+    parts: dict[str, str] = {}
+    raws: dict[str, str | None] = {}
+    lane = None
+    checked = 0
+    terms: list[Decimal] = []
+    score_seen = sigma_seen = False
+    for line in lines:
+        if m := LANE_LINE.match(line):
+            lane, raw, norm, weight, part = m.groups()
+            assert Decimal(norm) * Decimal(weight) == Decimal(part), line
+            if raw is None:
+                assert Decimal(norm) == 0, line
+            norms[lane], parts[lane], raws[lane] = Decimal(norm), part, raw
+            checked += 1
+        elif m := FORMULA_LINE.match(line):
+            raw, low, high, low_again, q = m.groups()
+            assert lane is not None and low == low_again, line
+            quotient = (Decimal(raw) - Decimal(low)) / (Decimal(high) - Decimal(low))
+            assert quotient.quantize(FOUR, ROUND_HALF_UP) == Decimal(q), line
+            assert abs(Decimal(q) - norms[lane]) <= Decimal("0.00006"), (line, norms[lane])
+            assert close_to(raw, raws[lane]), (line, raws[lane])
+            checked += 1
+        elif "norm = 1 (every score in the pool is equal)" in line:
+            assert lane is not None and norms[lane] == 1, line
+            checked += 1
+        elif m := SCORE_LINE.match(line):
+            a, b, total, rounded = m.groups()
+            assert (a, b) == (parts["keyword"], parts["vector"]), line
+            assert Decimal(a) + Decimal(b) == Decimal(total), line
+            assert Decimal(total).quantize(FOUR, ROUND_HALF_UP) == Decimal(rounded), line
+            assert rounded == listed, (line, listed)
+            score_seen = True
+            checked += 1
+        elif m := SHARE_LINE.search(line):
+            keyword, vector = (int(x) for x in m.groups())
+            assert keyword + vector == 100, line
+            whole = Decimal(parts["keyword"]) + Decimal(parts["vector"])
+            share = 100 * Decimal(parts["keyword"]) / whole
+            assert abs(share - keyword) <= Decimal("0.5"), (line, share)
+            checked += 1
+        elif m := TERM_LINE.match(line):
+            terms.append(Decimal(m.group(1)))
+        elif m := SIGMA_LINE.match(line):
+            sigma, raw = m.groups()
+            assert sum(terms, Decimal(0)) == Decimal(sigma), (line, terms)
+            assert sigma == raw, line
+            assert raws["keyword"] is not None and close_to(raw, raws["keyword"]), line
+            sigma_seen = True
+            checked += 1 + len(terms)
+        elif not line.lstrip().startswith(("▼", "▶")):  # the result's own line
+            assert "≈" not in line and " = " not in line.replace("norm = 1", ""), (
+                f"a line with arithmetic this test does not redo: {line!r}"
+            )
+    assert score_seen, text
+    if raws.get("keyword") is not None and "per-term" not in text and "could not" not in text:
+        assert sigma_seen, text
+    return checked
+
+
+def plain(renderable, width: int = 116) -> str:
+    console = Console(width=width, file=io.StringIO(), color_system=None, legacy_windows=False)
+    with console.capture() as capture:
+        console.print(renderable)
+    return capture.get()
+
+
+def breakdown_text(pane: SearchPane, record_id) -> str:
+    """The result's line and expanded breakdown as the results list renders them."""
+    result = next(r for r in pane.response.results if r.id == str(record_id))
+    return plain(pane._prompt(result))
+
+
+def corpus_queries() -> list[str]:
+    """Queries made from the sample corpus: every record's first two words, tools, techniques."""
+    queries = {"sql injection", "time-based blind sql", "sqlmap", "idor", "the"}
+    for record in json.loads(SAMPLE_CORPUS.read_text()):
+        text = record.get("content") or record.get("title") or ""
+        words = re.findall(r"[a-z0-9]+", text.lower())
+        queries.add(" ".join(words[:2]))
+        queries.add(" ".join(words[2:5]))
+        for key in ("tool", "tool_name", "technique", "type", "record_type"):
+            if record.get(key):
+                queries.add(str(record[key]))
+    return sorted(q for q in queries if q)
+
+
 async def test_query_enter_runs_search_and_focuses_results(store: MemoryStore):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
@@ -156,24 +280,17 @@ async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
         assert numbers.adds_up
         text = screen_text(app)
         assert "✓ adds up" in text
-        for value in (
-            numbers.keyword.raw,
-            numbers.keyword.normalized,
-            numbers.vector.raw,
-            numbers.vector.normalized,
-            top.score,
-        ):
+        for value in (numbers.keyword.raw, numbers.vector.raw):
             assert num(value) in text
-        # The printed parts are the true parts rounded (up or down), and they sum to the
-        # printed score exactly, so a reader adding them up gets the score shown.
-        kw_part, vec_part, total = numbers.shown
-        assert abs(float(kw_part) - numbers.keyword.part) < 1e-4
-        assert abs(float(vec_part) - numbers.vector.part) < 1e-4
-        assert round(float(kw_part) * 1e4) + round(float(vec_part) * 1e4) == round(
-            float(total) * 1e4
-        )
-        assert total == score_text(top.score)
-        assert f"{kw_part} + {vec_part} = {total}" in text
+        # The printed norms are the true ones to five places; each part is the exact
+        # product of the printed norm and weight, and the parts' exact sum rounds to
+        # the score listed.
+        shown = numbers.printed
+        for norm, lane in zip(shown.norms, (numbers.keyword, numbers.vector), strict=True):
+            assert abs(float(norm) - lane.normalized) <= 1e-5
+        assert shown.score == score_text(top.score)
+        assert f"{shown.parts[0]} + {shown.parts[1]} = {shown.total} ≈ {shown.score}" in text
+        assert redo_breakdown(breakdown_text(pane, top.record_id), score_text(top.score)) >= 8
         pools = expected.trace["pools"]
         assert f"pool {pools['keyword']['size']} candidates" in text
         assert f"min {num(pools['vector']['min'])}" in text
@@ -183,8 +300,7 @@ async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
         assert abs(explanation["total"] - top.trace["keyword"]["raw"]) < 1e-6
         for term in explanation["terms"]:
             assert term["term"] in text
-            assert num(term["contribution"]) in text
-        assert "Σ " + num(explanation["total"]) in text
+        assert "Σ " + num(explanation["total"]) + " = raw " + num(explanation["total"]) in text
         # enter again collapses it.
         await pilot.press("enter")
         await settle(pilot)
@@ -202,6 +318,62 @@ async def test_vector_only_result_says_keyword_scores_zero(store: MemoryStore):
         text = screen_text(app)
         assert "found by the vector lane only, so it scores 0 in the keyword lane" in text
         assert "✓ adds up" in text
+
+
+class BeaconEmbedder:
+    """Points a text with "beacon" in it, and the test's queries, one way; the rest another.
+
+    So a record can top the vector lane whatever its BM25 is.
+    """
+
+    name = "beacon-8"
+    dim = 8
+    QUERIES = ("zebra", "zebra stripes")
+
+    def __call__(self, texts):
+        near, far = [1.0] + [0.0] * 7, [0.0, 1.0] + [0.0] * 6
+        return [near if "beacon" in t or t in self.QUERIES else far for t in texts]
+
+
+async def test_a_record_the_keyword_lane_left_out_says_why(tmp_path: Path):
+    """Not "no query term occurs" for every such record: which terms occur, and a match
+    outside the keyword pool is called that."""
+    embedder = BeaconEmbedder()
+    with MemoryStore(tmp_path / "pool.db", clock=fixed_clock, embedder=embedder) as store:
+        for i in range(150):
+            store.add_record(tier="knowledge", record_type="note", content=f"filler note {i}")
+        for i in range(106):
+            store.add_record(tier="knowledge", record_type="note", content=f"zebra {i}")
+        filler = " ".join(f"word{i}" for i in range(60))
+        target = store.add_record(
+            tier="knowledge", record_type="note", content=f"zebra beacon {filler}"
+        )
+        app = make_app(store, embedder=embedder)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            pane = app.query_one(SearchPane)
+            await run_query(pilot, "zebra")
+            assert pane.response.trace["pools"]["keyword"]["size"] == 100
+            assert pane.results.current_id() == str(target)
+            await pilot.press("enter")
+            await settle(pilot)
+            text = plain(pane._prompt(pane.response.results[0]), width=200)
+            assert "no query term occurs" not in text
+            assert (
+                "every query term occurs here: a keyword match, but outside the keyword pool of 100"
+                in text
+            )
+            assert "the lane keeps the top 100 of 107 matches by BM25" in text
+            assert redo_breakdown(text, score_text(pane.response.results[0].score)) >= 4
+            # A term missing: every term is required.
+            app.query_one("#query", Input).value = ""
+            await run_query(pilot, "zebra stripes")
+            assert pane.results.current_id() == str(target)
+            await pilot.press("enter")
+            await settle(pilot)
+            text = plain(pane._prompt(pane.response.results[0]), width=200)
+            assert "occurs: zebra · missing: stripes" in text
+            assert "every term is required, so it is not a keyword match" in text
 
 
 async def test_what_if_weights_rerank_and_show_rank_changes(store: MemoryStore):
@@ -505,22 +677,55 @@ async def test_refute_and_forget_on_a_result_ask_the_app_with_its_string_id(
         assert asked == [("refute", target), ("forget", target)]
 
 
-@pytest.mark.parametrize("query", ["sql injection", "time-based blind sql", "sqlmap", "idor"])
-def test_every_breakdown_adds_up_on_screen(store: MemoryStore, query: str):
+def test_every_breakdown_redoes_from_its_printed_digits(store: MemoryStore):
+    """Every sample-corpus query, every what-if weight, every result: each printed line's
+    arithmetic redone from the printed digits (``redo_breakdown``)."""
     source = NativeSource(store)
-    base = source.search(query, limit=RESULT_LIMIT)
-    assert [r.id for r in base.results] == native_ids(hybrid_search(store, query, limit=20))
-    for tenths in range(11):
-        response = source.rerank(base, {"keyword": tenths / 10, "vector": 1 - tenths / 10})
-        for result in response.candidates:
-            numbers = arithmetic(result, response.trace)
-            assert numbers.adds_up, (query, tenths, result.record_id)
-            kw_part, vec_part, total = numbers.shown
-            units = [round(float(x) * 1e4) for x in (kw_part, vec_part, total)]
-            assert units[0] + units[1] == units[2]
-            assert abs(float(kw_part) - numbers.keyword.part) < 1e-4
-            assert abs(float(vec_part) - numbers.vector.part) < 1e-4
-            assert total == score_text(result.score)
+    queries = corpus_queries()
+    assert len(queries) > 100
+    lines = breakdowns = 0
+    for query in queries:
+        base = source.search(query, limit=RESULT_LIMIT)
+        explanations = {r.id: source.explain(query, r.id) for r in base.candidates}
+        for tenths in range(11):
+            response = source.rerank(base, {"keyword": tenths / 10, "vector": 1 - tenths / 10})
+            for result in response.results:
+                numbers = arithmetic(result, response.trace)
+                assert numbers.adds_up, (query, tenths, result.id)
+                text = render_breakdown(result, response.trace, explanations[result.id]).plain
+                lines += redo_breakdown(text, score_text(result.score))
+                breakdowns += 1
+    assert breakdowns > 10_000 and lines > 5 * breakdowns
+
+
+async def test_breakdowns_on_screen_redo_at_every_weight(store: MemoryStore):
+    """Through the keys: every result expanded, ``]`` to the vector end then ``[`` to the
+    keyword end, each breakdown as the list renders it redone from its digits."""
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        pane = app.query_one(SearchPane)
+        for query in ("sql injection", "time-based blind sql", "idor"):
+            app.query_one("#query", Input).value = ""
+            await run_query(pilot, query)
+            for index in range(app.query_one(ResultList).option_count):
+                app.query_one(ResultList).highlighted = index
+                await pilot.press("enter")
+            await settle(pilot)
+            assert pane.expanded == {r.id for r in pane.response.results}
+            seen = set()
+            for key in ["right_square_bracket"] * 3 + ["left_square_bracket"] * 10:
+                await pilot.press(key)
+                await settle(pilot)
+                seen.add(pane.keyword_tenths)
+                expanded = [r for r in pane.response.results if r.id in pane.expanded]
+                assert expanded
+                for result in expanded:
+                    text = breakdown_text(pane, result.id)
+                    assert redo_breakdown(text, score_text(result.score)) >= 4, text
+            assert seen == set(range(11))
+            await pilot.press("equals_sign")
+            await settle(pilot)
 
 
 # ---------------------------------------------------------------- a foreign source

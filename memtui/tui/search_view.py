@@ -683,8 +683,11 @@ class SearchPane(Pane):
         if record_id in self.explanations or self.response is None:
             return
         result = next((r for r in self.response.results if r.id == record_id), None)
-        if result is None or result.trace["keyword"]["raw"] is None:
+        trace = self.response.trace
+        if result is None or trace.get("keyword_lane_error") or not trace.get("terms", True):
             return
+        # A record the keyword lane did not return is explained too: which query terms
+        # occur in it says why (a term missing, or a match outside the lane's pool).
         self._explain(self._generation, self.query_text, record_id)
 
     @work(thread=True, group="explain", exit_on_error=False, name="Explaining BM25")
