@@ -199,7 +199,7 @@ def test_explain_says_all_equal_pool(tmp_path):
             ]
         )
     out = run("search", str(db), "puffin", "--explain")
-    assert "keyword pool: 1 matches, -bm25 min" in out and "(all-equal pool → 1.0)" in out
+    assert "keyword pool: 1 match, -bm25 min" in out and "(all-equal pool → 1.0)" in out
     seen = check_breakdowns(out)
     assert ("all-equal", "1.000000", "keyword") in seen
 
@@ -294,6 +294,9 @@ def test_missing_vectors_and_per_lane_exclusions_are_said():
     assert "3 live in-scope records have no stored vector" in text
     assert "no stored vector" not in printed({**trace, "vectors_missing": 0})
     assert "keyword matches: 0" in printed({})  # an older or smaller trace prints too
+    nothing = {"refuted": 0, "expired": 0, "out_of_scope": 0}
+    quiet = {"matched": 2, "excluded": nothing, "excluded_by_lane": {"keyword": nothing}}
+    assert printed(quiet) == "keyword matches: 2; left out: refuted 0, expired 0, out of scope 0\n"
     older = {"matched": 8, "excluded": {"refuted": 1, "expired": 0, "out_of_scope": 2}}
     assert printed(older) == "keyword matches: 8; left out: refuted 1, expired 0, out of scope 2\n"
     # The trace as the search gives it now: the distinct records left out by either lane,

@@ -443,12 +443,12 @@ def _pool_line(lane: str, pool: dict[str, Any], trace: dict[str, Any], places: i
     limit = pool.get("limit")
     best = "best " if limit is not None and size >= limit else ""
     if lane == "keyword":
-        what, label = f"{best}{size} matches", "-bm25"
+        what, label = f"{best}{size} match{'' if size == 1 else 'es'}", "-bm25"
         if trace.get("keyword_lane_error"):
             what = "none (the keyword lane failed)"
     else:
         # A record shares nothing with the query at cosine <= 0: the lane leaves it out.
-        what, label = f"{best}{size} records with cosine > 0", "cosine"
+        what, label = f"{best}{size} record{'' if size == 1 else 's'} with cosine > 0", "cosine"
         if trace.get("fallback"):
             what = "none (the vector lane is off)"
     line = Text(f"{lane} pool: {what}")
@@ -490,6 +490,8 @@ def _print_left_out(out: Console, trace: dict[str, Any]) -> None:
     flat = _counts({key: n for key, n in excluded.items() if isinstance(n, int)})
     matched = f"keyword matches: {trace.get('matched', 0)}"
     per_lane = _lane_exclusions(trace)
+    if not any(isinstance(n, int) and n for _, counts in per_lane for n in counts.values()):
+        per_lane = []  # every lane's counts are zero: they would add nothing
     if not per_lane:
         out.print(Text(matched + (f"; left out: {flat}" if flat else ""), style="dim"))
     else:
