@@ -1213,13 +1213,16 @@ def hybrid_search(
 
     stop_if(cancelled)
     try:
-        keyword, matched = _keyword_lane_detail(store, match, filters, pool_size, cancelled)
+        keyword, keyword_excluded, matched = _keyword_lane(
+            store, match, filters, pool_size, cancelled
+        )
         trace["matched"] = matched
     except sqlite3.DatabaseError as exc:
         stop_if(cancelled)  # the statement was interrupted because the search was cancelled
         trace["keyword_lane_error"] = True
         trace["keyword_lane_message"] = f"the full-text query failed: {exc}"
         keyword = _Lane(pool={"size": 0, "min": None, "max": None, "limit": pool_size})
+        keyword_excluded = dict.fromkeys(EXCLUSION_REASONS, 0)
     trace["pools"]["keyword"] = keyword.pool
 
     vector = _Lane(pool={"size": 0, "min": None, "max": None, "limit": pool_size})
@@ -1239,11 +1242,15 @@ def hybrid_search(
     trace["pools"]["vector"] = vector.pool
     trace["vectors_missing"] = vector.missing
     trace["excluded_by_lane"] = {
-        "keyword": _counts(keyword.dropped),
+        "keyword": {reason: keyword_excluded.get(reason, 0) for reason in EXCLUSION_REASONS},
         "vector": _counts(vector.dropped),
     }
     trace["excluded"] = {
-        reason: _distinct(keyword.dropped.get(reason, ()), vector.dropped.get(reason, ()))
+        reason: (
+            _distinct(keyword.dropped[reason], vector.dropped.get(reason, ()))
+            if reason in keyword.dropped
+            else keyword_excluded.get(reason, 0) + len(vector.dropped.get(reason, ()))
+        )
         for reason in EXCLUSION_REASONS
     }
     trace["fallback"] = reason
