@@ -15,6 +15,7 @@ from memtui.core.store import MemoryStore
 from memtui.tui.app import make_app
 from memtui.tui.audit_view import AuditPane
 from memtui.tui.browse import RecordTable, ScopeTree
+from memtui.tui.commands import MemtuiCommands
 from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog, RevealDialog
 from memtui.tui.search_view import ResultList, SearchPane
 from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
@@ -246,17 +247,63 @@ async def test_refute_cancel_changes_nothing(store: MemoryStore):
     assert audit_ids(store) == before
 
 
-async def test_refute_refuses_a_non_tactic_with_a_notice(store: MemoryStore):
+def footer(app) -> str:
+    return screen_text(app).splitlines()[-1]
+
+
+def palette(app) -> list[str]:
+    return [name for name, _, _ in MemtuiCommands(app.screen).commands()]
+
+
+async def test_r_applies_only_to_a_live_tactic(store: MemoryStore):
+    """Footer, key and palette: no refute on a note, a finding or a refuted tactic."""
     before = audit_ids(store)
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        record = app.query_one(RecordTable).current
-        assert record.record_type != "tactic"
+        table = app.query_one(RecordTable)
+        assert table.current.record_type != "tactic"
+        assert "Refute" not in footer(app) and "Forget" in footer(app)
+        assert not any(name.startswith("Refute") for name in palette(app))
         await pilot.press("r")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmRecordAction)
-        assert any("Only tactics can be refuted" in n.message for n in app._notifications)
+        # A live tactic: the key, the footer and the palette offer it.
+        await select_scope(pilot, "tier", "longterm", "longterm")
+        tactic = table.current
+        assert tactic.record_type == "tactic" and tactic.state == "live"
+        await settle(pilot)
+        assert "r Refute" in footer(app)
+        assert f"Refute tactic #{tactic.id}" in palette(app)
+        # A refuted tactic (shown with t): not again.
+        await pilot.press("t")
+        await settle(pilot)
+        row = next(i for i, r in enumerate(table.records) if r.state == "refuted")
+        table.move_cursor(row=row)
+        await settle(pilot)
+        assert table.current.record_type == "tactic" and table.current.state == "refuted"
+        assert "Refute" not in footer(app) and "Forget" in footer(app)
+        assert not any(name.startswith("Refute") for name in palette(app))
+        await pilot.press("r")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmRecordAction)
+        # Search results follow the highlighted result's record.
+        await pilot.press("slash")
+        await settle(pilot)
+        app.query_one("#query", Input).value = "sql injection"
+        await pilot.press("enter")
+        await settle(pilot)
+        results = app.query_one(ResultList)
+        pane = app.query_one(SearchPane)
+        kinds = [pane.records[r.id].record_type for r in pane.response.results]
+        results.highlighted = kinds.index("finding")
+        await settle(pilot)
+        assert "Refute" not in footer(app) and "Forget" in footer(app)
+        assert not any(name.startswith("Refute") for name in palette(app))
+        results.highlighted = kinds.index("tactic")
+        await settle(pilot)
+        assert "r Refute" in footer(app)
+        assert f"Refute tactic #{results.current_id()}" in palette(app)
     assert audit_ids(store) == before
 
 

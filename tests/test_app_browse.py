@@ -423,6 +423,10 @@ async def test_actions_show_only_where_the_source_offers_them(store: MemoryStore
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.query_one(RecordTable)
+        tree = app.query_one(ScopeTree)
+        tree.move_cursor(tree.find("tier", "longterm", "longterm"))  # tactics: r applies
+        await settle(pilot)
+        assert table.current.record_type == "tactic"
         assert table.check_action("refute", ()) is True
         assert table.check_action("forget", ()) is True
         offered = {"forget"}
@@ -435,6 +439,8 @@ async def test_actions_show_only_where_the_source_offers_them(store: MemoryStore
         assert tree.check_action("forget_engagement", ()) is False
         offered.add("forget_scope")
         assert tree.check_action("forget_engagement", ()) is True
+        tree.move_cursor(tree.find("tier", "longterm", "longterm"))
+        await settle(pilot)
         requested: list[str] = []
         app.request_refute = requested.append  # type: ignore[method-assign]
         table.focus()

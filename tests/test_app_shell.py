@@ -95,7 +95,9 @@ async def test_footer_shows_the_keys_of_the_focused_widget(store: MemoryStore):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         footer = screen_text(app).splitlines()[-1]
-        assert "Refute" in footer and "Forget" in footer and "Show hidden" in footer
+        assert app.query_one(RecordTable).current.record_type == "observation"
+        assert "Refute" not in footer  # tactics only
+        assert "Forget" in footer and "Show hidden" in footer
         assert "Forget engagement" not in footer
         app.query_one(ScopeTree).focus()
         await settle(pilot)  # the footer follows a frame after the focus

@@ -512,6 +512,14 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     # ------------------------------------------------------------ actions
 
+    def current_record(self) -> SourceRecord | None:
+        """The highlighted record of the active tab as last read (Browse table or Search)."""
+        if self.active_tab == "browse":
+            return self.browse.table.current
+        if self.active_tab == "search" and self.mounted_pane("search") is not None:
+            return self.search.results.current_record()
+        return None
+
     def current_record_id(self) -> str | None:
         """The highlighted record of the active tab (Browse table or Search results)."""
         if self.active_tab == "browse":

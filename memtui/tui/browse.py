@@ -46,6 +46,7 @@ from memtui.tui.format import (
     record_detail,
     record_label,
     record_row,
+    refutable,
     scope_label,
 )
 
@@ -299,6 +300,8 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         if action in ("refute", "forget"):
             if not self._offers(action):
                 return False  # this source cannot: the key is not shown at all
+            if action == "refute" and self.current is not None:
+                return refutable(self.current)  # a live tactic only: no key on a note
             return True if self.current is not None else None
         if action == "reveal":
             # Shown only where it applies: a record with masked fields.
@@ -314,7 +317,7 @@ class RecordTable(ReportsWorkerErrors, DataTable):
             self.app.request_reveal(self.current.id)  # type: ignore[attr-defined]
 
     def action_refute(self) -> None:
-        if self.current is not None and self._offers("refute"):
+        if refutable(self.current) and self._offers("refute"):
             self.app.request_refute(self.current.id)  # type: ignore[attr-defined]
 
     def action_forget(self) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from memtui.core.secrets import secret_paths
+from memtui.tui.format import record_label, refutable
 
 if TYPE_CHECKING:
     from memtui.tui.app import MemtuiApp
@@ -31,19 +32,22 @@ class MemtuiCommands(Provider):
             ("Search", app.action_search, "Focus the query box"),
         ]
         record_id = app.current_record_id()
-        if record_id is not None:
-            items += [
+        if record_id is not None and app.offers("refute") and refutable(app.current_record()):
+            items.append(
                 (
-                    f"Refute record #{record_id}",
+                    f"Refute tactic {record_label(record_id)}",
                     partial(app.request_refute, record_id),
                     "Mark the highlighted tactic refuted (asks for a reason)",
-                ),
+                )
+            )
+        if record_id is not None and app.offers("forget"):
+            items.append(
                 (
-                    f"Forget record #{record_id}",
+                    f"Forget record {record_label(record_id)}",
                     partial(app.request_forget, record_id),
                     "Erase the highlighted record for good (asks for a reason)",
-                ),
-            ]
+                )
+            )
         current = app.browse.table.current if app.active_tab == "browse" else None
         if current is not None and secret_paths(current.metadata):
             items.append(

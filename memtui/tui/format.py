@@ -179,6 +179,11 @@ def record_label(record_id: str) -> str:
     return f"#{record_id}" if record_id.isdigit() else record_id
 
 
+def refutable(record: SourceRecord | None) -> bool:
+    """Whether ``r`` applies: a tactic that is not refuted already."""
+    return record is not None and record.record_type == "tactic" and record.state != "refuted"
+
+
 def record_state(record: SourceRecord, now: datetime | None = None) -> str:
     """The record's state as its source judged it (``live``, ``refuted``, ``expired``...)."""
     return record.state

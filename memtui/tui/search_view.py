@@ -32,7 +32,7 @@ from memtui.render import escape_controls, one_line, safe_text
 from memtui.sources.base import MemorySource, SourceRecord
 from memtui.tui.base import Pane, fill_select
 from memtui.tui.breakdown import KEYWORD_STYLE, VECTOR_STYLE, render_breakdown, score_text
-from memtui.tui.format import fit, plural
+from memtui.tui.format import fit, plural, refutable
 
 RESULT_LIMIT = 20
 KEYWORD_INDEX = "the keyword index"
@@ -164,13 +164,22 @@ class ResultList(OptionList):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in ("refute", "forget") and not self.app.offers(action):  # type: ignore[attr-defined]
             return False  # this source cannot do it even when writable: no key at all
+        if action == "refute" and self.current_id() is not None:
+            return refutable(self.current_record())  # a live tactic only
         if action in ("refute", "forget", "select"):
             return True if self.current_id() is not None else None
         return True
 
+    def current_record(self) -> SourceRecord | None:
+        """The highlighted result's record as the search read it (None: not on file)."""
+        record_id = self.current_id()
+        if record_id is None or self.pane is None:
+            return None
+        return self.pane.records.get(record_id)
+
     def action_refute(self) -> None:
         record_id = self.current_id()
-        if record_id is not None:
+        if record_id is not None and refutable(self.current_record()):
             self.app.request_refute(record_id)  # type: ignore[attr-defined]
 
     def action_forget(self) -> None:
@@ -658,6 +667,10 @@ class SearchPane(Pane):
             if result.id == record_id:
                 self.results.replace_option_prompt_at_index(index, self._prompt(result))
                 return
+
+    @on(OptionList.OptionHighlighted, "#results")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        self.app.refresh_bindings()  # r applies to live tactics only
 
     @on(OptionList.OptionSelected, "#results")
     def _toggle(self, event: OptionList.OptionSelected) -> None:
