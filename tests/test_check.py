@@ -461,3 +461,63 @@ def test_free_pages_are_not_inspected_while_the_log_holds_newer_pages(sample_db)
         r"memtui compact .* rewrites the file without them",
         notes["free-pages"],
     ), notes
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="MemoryStore.verify_audit (store.py) does not compare the log with "
+    "sqlite_sequence yet, so `memtui audit verify` misses deleted newest events",
+)
+def test_audit_verify_names_deleted_newest_events(audited_db):
+    _events_sql(audited_db, "DELETE FROM audit_events WHERE id = 3")
+    result = CliRunner().invoke(main, ["audit", "verify", str(audited_db)])
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        "Error: audit chain broken: the newest events were deleted (the log ends at #2, "
+        "events up to #3 were written)"
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="`memtui audit verify` (commands/sources.py) has no --head option yet",
+)
+def test_audit_verify_compares_a_recorded_head(audited_db):
+    head = _head(audited_db)
+    runner = CliRunner()
+    ok = runner.invoke(main, ["audit", "verify", str(audited_db), "--head", head])
+    assert ok.exit_code == 0
+    assert ok.output.strip() == "audit chain verified: 3 events, reaching the recorded head"
+    _events_sql(
+        audited_db,
+        "DELETE FROM audit_events WHERE id = 3",
+        "UPDATE sqlite_sequence SET seq = 2 WHERE name = 'audit_events'",
+    )
+    assert runner.invoke(main, ["audit", "verify", str(audited_db)]).exit_code == 0
+    bad = runner.invoke(main, ["audit", "verify", str(audited_db), "--head", head])
+    assert bad.exit_code == 1
+    assert bad.output.strip() == (
+        "Error: audit chain does not reach the recorded head: the recorded head #3 is not "
+        "in the log (the log ends at #2): events were deleted (and the sequence rewritten) "
+        "or the log was replaced since it was recorded"
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=UnicodeDecodeError,
+    reason="store.py (_connect, _prepare_schema, sqlite_file_problem) and "
+    "sources/detect.py (read_schema) catch only sqlite3.DatabaseError, not the "
+    "UnicodeDecodeError of an error text that is not UTF-8",
+)
+@pytest.mark.parametrize("command", ["records", "info", "compact"])
+def test_other_commands_name_an_error_text_that_is_not_utf8_in_one_line(sample_db, command):
+    _garble_trigger_sql(sample_db)
+    result = CliRunner().invoke(main, [command, str(sample_db)])
+    if isinstance(result.exception, UnicodeDecodeError):
+        raise result.exception
+    assert result.exit_code == 1
+    assert result.output.strip() == (
+        f"Error: {sample_db} is not a usable SQLite database: malformed database schema "
+        '(audit_events_no_delete) - near "B\\xd9GIN": syntax error'
+    )

@@ -166,7 +166,7 @@ def test_lanes_shows_hostile_tools_and_findings_as_text(cli, hostile_db):
 
 
 def test_reveal_prints_the_value_with_its_escapes_visible(cli, hostile_db):
-    result = cli("reveal", hostile_db, "1", "session_cookie", "--reason", REASON)
+    result = cli("reveal", hostile_db, "1", "session_cookie", "--reason", REASON, input="y\n")
     assert result.stdout == escape_controls(f"secret {HOSTILE['clear']}") + "\n"
 
 

@@ -16,10 +16,27 @@ from memtui.core.embed import HashEmbedder
 from memtui.core.store import MemoryStore
 
 SCOPE_SIZE = 10_000
+# The child says when the forget's write transaction begins, when its COMMIT
+# starts, and when it has returned (the next statement runs): the connection's
+# trace callback sees each statement as it starts. So the parent kills inside
+# the transaction, or after it, instead of guessing when it runs.
 WORKER = """
 import sys
 from memtui.core.store import MemoryStore
 store = MemoryStore(sys.argv[1], operator="crash-test")
+state = {"committing": False}
+
+def trace(sql):
+    if state["committing"]:
+        state["committing"] = False
+        print("committed", flush=True)
+    if sql == "BEGIN IMMEDIATE":
+        print("begin", flush=True)
+    elif sql == "COMMIT":
+        state["committing"] = True
+        print("commit", flush=True)
+
+store.connection.set_trace_callback(trace)
 print("ready", flush=True)
 store.forget_scope(engagement="big", reason="crash test")
 print("done", flush=True)
@@ -45,15 +62,41 @@ def base_db(tmp_path_factory):
     return path
 
 
-def _kill_at_random(path, delay):
+def _start(path):
     proc = subprocess.Popen(
         [sys.executable, "-c", WORKER, str(path)], stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout.readline().strip() == "ready"
+    assert proc.stdout.readline().strip() == "begin"
+    return proc
+
+
+def _kill(proc, delay, *, after_commit=False):
+    """SIGKILL ``delay`` seconds after the transaction began (or after its COMMIT
+    returned); returns whether the COMMIT had started by then."""
+    if after_commit:
+        assert proc.stdout.readline().strip() == "commit"
+        assert proc.stdout.readline().strip() == "committed"
     time.sleep(delay)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    return proc.returncode
+    said = proc.stdout.read().split()
+    return after_commit or "commit" in said
+
+
+@pytest.fixture(scope="module")
+def transaction_seconds(base_db, tmp_path_factory):
+    """How long the forget's transaction runs here, from BEGIN to COMMIT (measured once)."""
+    path = tmp_path_factory.mktemp("timing") / "timing.db"
+    shutil.copy(base_db, path)
+    proc = _start(path)
+    began = time.monotonic()
+    assert proc.stdout.readline().strip() == "commit"
+    seconds = time.monotonic() - began
+    assert proc.stdout.readline().strip() == "committed"
+    assert proc.stdout.readline().strip() == "done"
+    proc.wait()
+    return seconds
 
 
 def _assert_all_or_nothing(path):
@@ -74,26 +117,41 @@ def _assert_all_or_nothing(path):
     return "everything"
 
 
-def _run(base_db, tmp_path, rounds, seed):
+def _run(base_db, tmp_path, seconds, *, inside, after, seed):
+    """``inside`` kills at seeded moments within the transaction's measured span,
+    ``after`` kills at seeded moments after its COMMIT returned; all or nothing each time."""
     rng = random.Random(seed)
+    plan = [False] * inside + [True] * after
+    rng.shuffle(plan)
     outcomes = []
-    for round_number in range(rounds):
+    for round_number, after_commit in enumerate(plan):
         path = tmp_path / f"round{round_number}.db"
         shutil.copy(base_db, path)
-        _kill_at_random(path, rng.uniform(0.0, 0.6))
-        outcomes.append(_assert_all_or_nothing(path))
+        proc = _start(path)
+        delay = rng.uniform(0.0, 0.05) if after_commit else rng.uniform(0.05, 0.6) * seconds
+        committing = _kill(proc, delay, after_commit=after_commit)
+        outcome = _assert_all_or_nothing(path)
+        if not committing:
+            # Killed before its COMMIT began: the forget was interrupted.
+            assert outcome == "nothing", (round_number, delay)
+        if after_commit:
+            assert outcome == "everything", (round_number, delay)
+        outcomes.append((outcome, committing))
         for suffix in ("", "-wal", "-shm"):
             if os.path.exists(f"{path}{suffix}"):
                 os.remove(f"{path}{suffix}")
     return outcomes
 
 
-def test_sigkill_mid_scope_forget_is_all_or_nothing(base_db, tmp_path):
-    outcomes = _run(base_db, tmp_path, rounds=6, seed=20261130)
-    assert set(outcomes) <= {"nothing", "everything"}
+def test_sigkill_mid_scope_forget_is_all_or_nothing(base_db, tmp_path, transaction_seconds):
+    outcomes = _run(base_db, tmp_path, transaction_seconds, inside=5, after=2, seed=20261130)
+    interrupted = [o for o, committing in outcomes if not committing]
+    assert len(interrupted) >= 3, outcomes  # the kills do land inside the forget
+    assert {o for o, _ in outcomes} == {"nothing", "everything"}
 
 
 @pytest.mark.soak
-def test_sigkill_mid_scope_forget_soak(base_db, tmp_path):
-    outcomes = _run(base_db, tmp_path, rounds=40, seed=7)
-    assert "nothing" in outcomes and "everything" in outcomes
+def test_sigkill_mid_scope_forget_soak(base_db, tmp_path, transaction_seconds):
+    outcomes = _run(base_db, tmp_path, transaction_seconds, inside=30, after=10, seed=7)
+    assert sum(1 for _, committing in outcomes if not committing) >= 10
+    assert {o for o, _ in outcomes} == {"nothing", "everything"}

@@ -155,7 +155,9 @@ def test_json_output_masks_and_reveal_is_audited(secret_db):
     assert SECRET not in listed
     assert json.loads(listed)[0]["metadata"]["host"] == "shop.acme.example"
     shown = runner.invoke(
-        main, ["reveal", str(secret_db), "1", "session_cookie", "--reason", "replay check"]
+        main,
+        ["reveal", str(secret_db), "1", "session_cookie", "--reason", "replay check"],
+        input="y\n",
     )
     assert shown.exit_code == 0 and SECRET in shown.output
     audit = json.loads(runner.invoke(main, ["audit", str(secret_db), "--json"]).output)
@@ -170,3 +172,22 @@ def test_reveal_refuses_fields_that_are_not_masked(secret_db):
         with pytest.raises(MemoryStoreError, match="reason is required"):
             store.reveal(1, "session_cookie", reason="")
         assert [e["action"] for e in store.audit_events()] == ["ingest"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="memtui reveal (cli.py) does not ask for confirmation yet: it needs "
+    "confirm_or_abort('Reveal FIELD of record #ID? ...', assume_yes) and a --yes flag",
+)
+def test_reveal_asks_first_and_a_no_reveals_nothing(secret_db):
+    runner = CliRunner()
+    args = ["reveal", str(secret_db), "1", "session_cookie", "--reason", "replay check"]
+    declined = runner.invoke(main, args, input="n\n")
+    assert declined.exit_code == 1
+    assert "Reveal session_cookie of record #1?" in declined.output
+    assert SECRET not in declined.output
+    with MemoryStore(secret_db) as store:
+        assert [e["action"] for e in store.audit_events()] == ["ingest"]
+    confirmed = runner.invoke(main, [*args, "--yes"])
+    assert confirmed.exit_code == 0 and confirmed.stdout == SECRET + "\n"
+    assert "Reveal" not in confirmed.output

@@ -456,16 +456,17 @@ def _check_audit(
         checker.passed("audit")
 
     if recorded is not None:
-        problem = _head_problem(hashes, recorded, last)
+        problem = head_problem(hashes, recorded)
         if problem is None:
             checker.passed("audit-head")
         else:
             checker.problem("audit-head", problem)
 
 
-def _head_problem(hashes: dict[int, str], recorded: AuditHead, last: int) -> str | None:
-    """Why the log does not reach a head recorded earlier, or None when it does."""
-    ends = f"the log ends at #{last}" if hashes else "the log is empty"
+def head_problem(hashes: dict[int, str], recorded: AuditHead) -> str | None:
+    """Why a log (its events' hashes by id) does not reach a head recorded earlier,
+    or None when it does."""
+    ends = f"the log ends at #{max(hashes)}" if hashes else "the log is empty"
     if recorded.id is None:
         if recorded.hash in hashes.values():
             return None
