@@ -260,6 +260,36 @@ async def test_query_enter_runs_search_and_focuses_results(store: MemoryStore):
         assert f"#{expected.results[0].record_id}" in text
 
 
+async def test_escape_leaves_the_query_box_so_the_digits_switch_tabs(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")
+        await settle(pilot)
+        query = app.query_one("#query", Input)
+        assert app.focused is query
+        assert "esc Leave box" in screen_text(app).splitlines()[-1]
+        await pilot.press("3")  # types into the box
+        assert query.value == "3" and app.active_tab == "search"
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.focused is app.query_one(ResultList)
+        await pilot.press("3")
+        await settle(pilot)
+        assert app.active_tab == "lanes"
+        # After a search too: escape leaves the box for the results.
+        await pilot.press("slash")
+        await settle(pilot)
+        query.value = QUERY
+        await pilot.press("enter")
+        await settle(pilot)
+        query.focus()
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.focused is app.query_one(ResultList)
+        assert query.value == QUERY
+
+
 async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:

@@ -128,17 +128,34 @@ def rank_change(result: Any) -> Text:
 
 
 class QueryInput(Input):
-    """The query box: ``enter`` runs the search; ``down`` goes to the results."""
+    """The query box: ``enter`` runs the search; ``down`` goes to the results; ``escape``
+    leaves the box (while a search runs, escape stops it instead: the pane's binding)."""
 
     BINDINGS = [
         Binding("enter", "submit", "Run search", tooltip="Run the search, focus the results"),
         Binding("down", "results", "Results", show=False, tooltip="Go to the results"),
+        Binding(
+            "escape",
+            "leave",
+            "Leave box",
+            key_display="esc",
+            tooltip="Leave the query box for the results (the digit keys switch tabs again)",
+        ),
     ]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "leave":
+            pane = self.screen.query_one(SearchPane)
+            return not pane.searching  # escape then stops the search (SearchPane)
+        return True
 
     def action_results(self) -> None:
         results = self.screen.query_one(ResultList)
         if results.option_count and results.get_option_at_index(0).id:
             results.focus()
+
+    def action_leave(self) -> None:
+        self.screen.query_one(ResultList).focus()
 
 
 class ResultList(OptionList):
