@@ -33,7 +33,7 @@ from memtui.sources.native import NativeSource
 from memtui.tui import search_view
 from memtui.tui.app import make_app
 from memtui.tui.breakdown import arithmetic, num, render_breakdown, score_text
-from memtui.tui.format import fit
+from memtui.tui.format import fit, plural
 from memtui.tui.search_view import RESULT_LIMIT, ResultList, SearchPane
 from memtui.tui.testing import SAMPLE_CORPUS, build_sample_db, fixed_clock, screen_text, settle
 
@@ -938,9 +938,17 @@ async def test_foreign_results_offer_only_what_the_source_can_do(langgraph, monk
         assert asked == []
 
 
-@pytest.mark.parametrize("width", [70, 160])
-async def test_the_status_line_stays_one_line_and_says_what_it_left_out(store, width):
-    """Cut with an ellipsis when the terminal is narrow, never wrapped out of sight."""
+def status_line(app) -> str:
+    lines = screen_text(app).splitlines()
+    at = next(i for i, line in enumerate(lines) if "keyword" in line and "vector" in line)
+    assert lines[at + 1].lstrip().startswith("╭─ results")  # nothing wrapped below it
+    return lines[at].strip()
+
+
+@pytest.mark.parametrize("width", [80, 120, 160])
+async def test_the_status_line_fits_and_says_what_it_left_out(store, width):
+    """The weights, the count and what was left out (only the reasons that are not zero)
+    fit at 120 columns with the pools; at 80 the wording shortens, nothing is cut."""
     tactic = store.record_success(
         profile_hash="a:b:c", tool="t", endpoint="/zebra", param="q", content="zebrafish probe"
     )
@@ -949,14 +957,45 @@ async def test_the_status_line_stays_one_line_and_says_what_it_left_out(store, w
     app = make_app(store)
     async with app.run_test(size=(width, 40)) as pilot:
         await settle(pilot)
+        pane = app.query_one(SearchPane)
         await run_query(pilot, "zebrafish")
-        lines = screen_text(app).splitlines()
-        at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("weights"))
-        status = lines[at].rstrip()
-        assert lines[at + 1].lstrip().startswith("╭─ results")  # nothing wrapped below it
-        if width == 160:
-            assert status.endswith(
-                "pools: keyword 1, vector 7 · 1 left out (refuted/expired/out of scope)"
-            )
+        status = status_line(app)
+        assert not status.endswith("…") and len(status) <= width - 2
+        assert "keyword 0.3 · vector 0.7" in status
+        excluded = {k: v for k, v in pane.base.trace["excluded"].items() if v}
+        total = sum(excluded.values())
+        assert excluded and plural(len(pane.response.results), "result") in status
+        if width >= 120:
+            reasons = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in excluded.items())
+            vectors = pane.base.trace["pools"]["vector"]["size"]
+            assert f"{total} left out: {reasons} · pools: keyword 1, vector {vectors}" in status
         else:
-            assert status.endswith("…") and len(status) <= width
+            assert f"{total} left out" in status
+        # A tier filter: most matches are out of scope.
+        app.query_one("#filter-tier", Select).value = "longterm"
+        app.query_one("#query", Input).value = ""
+        await run_query(pilot, QUERY)
+        status = status_line(app)
+        assert not status.endswith("…") and len(status) <= width - 2
+        excluded = {k: v for k, v in pane.base.trace["excluded"].items() if v}
+        assert "out_of_scope" in excluded
+        if width >= 120:
+            assert f"{excluded['out_of_scope']} out of scope" in status and "pools:" in status
+        # A big store's numbers (a 50k database's): still one line that fits.
+        trace = pane.base.trace
+        trace.update(
+            truncated=True,
+            candidates=1_625,
+            pools={"keyword": {"size": 100}, "vector": {"size": 100}},
+            excluded={"refuted": 412, "expired": 213, "out_of_scope": 0},
+        )
+        pane.keyword_tenths = 6  # what-if weights say so
+        pane._rerank()
+        await settle(pilot)
+        status = status_line(app)
+        assert not status.endswith("…") and len(status) <= width - 2
+        assert "keyword 0.6 · vector 0.4" in status and "what-if" in status
+        assert "of 1,625 results" in status and "625 left out" in status
+        if width >= 120:
+            assert "625 left out: 412 refuted, 213 expired" in status
+            assert "out of scope" not in status  # a zero reason is not listed

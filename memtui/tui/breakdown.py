@@ -396,7 +396,8 @@ def _why_not_keyword(
         )
         return
     # A match (every term occurs, or any does in any-term mode) the lane did not keep.
-    excluded = response_trace.get("excluded") or {}
+    by_lane = response_trace.get("excluded_by_lane") or {}
+    excluded = by_lane.get("keyword", response_trace.get("excluded")) or {}
     matched = int(response_trace.get("matched") or 0) - sum(excluded.values())
     words = "every query term occurs here" if not absent else "some query terms occur here"
     out.append(f"{words}: a keyword match, ", style="dim")

@@ -262,6 +262,8 @@ class SearchPane(Pane):
         """The database changed since these results were computed (F5 / ctrl+r re-runs)."""
         self.stopped = False
         """The last search was stopped with escape before it finished."""
+        self.status_error: str | None = None
+        """The last search's failure, shown on the status line until the next search."""
         self.stopped_note: str | None = None
         """What goes on after the stop: a foreign store's keyword index build cannot be
         interrupted, so it finishes in the background (and the next search uses it)."""
@@ -385,6 +387,7 @@ class SearchPane(Pane):
             fill_select(select, values, current)
 
     def on_resize(self) -> None:
+        self.call_after_refresh(self._show_status)  # the line re-fits its new width
         compact = self.app.size.height < COMPACT_BELOW_HEIGHT
         for widget in self.query("#search-bar > *"):
             widget.compact = compact  # type: ignore[attr-defined]
@@ -424,6 +427,7 @@ class SearchPane(Pane):
         self.run_search(text)
 
     def run_search(self, text: str, *, keep_place: bool = False) -> None:
+        self.status_error = None
         self.query_text = text
         self.results_stale = False
         self.filters = self.current_filters()
@@ -742,71 +746,151 @@ class SearchPane(Pane):
         self.explanations[record_id] = explanation
         self._refresh_option(record_id)
 
+    def _status_width(self) -> int:
+        """The status line's room (its padding off); the app's width before layout."""
+        status = self.query_one("#search-status", Static)
+        width = status.content_region.width or (self.app.size.width - 2)
+        return max(width, 20)
+
     def _show_status(self, error: str | None = None) -> None:
         status = self.query_one("#search-status", Static)
-        out = Text(no_wrap=True, overflow="ellipsis")
-        weights = weights_from_tenths(self.keyword_tenths)
+        if error is not None:
+            self.status_error = error
+        error = self.status_error
         if error:
+            out = Text(no_wrap=True, overflow="ellipsis")
             out.append("search failed: ", style="bold red")
             out.append_text(safe_text(error, style="red"))
             status.update(out)
             return
-        out.append("weights ", style="dim")
+        status.update(fit_status(self._status_variants(), self._status_width()))
+
+    def _status_variants(self) -> list[list[list[Text]]]:
+        """The status line's parts, fullest first; each next variant is shorter.
+
+        The weights and the result count always show; then what was left out and why
+        (only the reasons that are not zero), then the pools. On a narrow terminal the
+        wording shortens, then the pools go, then the reasons, before anything is cut.
+        """
+        weights = weights_from_tenths(self.keyword_tenths)
         fallback = self.base.trace.get("fallback") if self.base is not None else None
-        if fallback:
-            out.append("keyword 1.0 · vector 0.0 ", style="bold yellow")
-            out.append("(fallback: keyword only)", style="yellow")
-        else:
+        default = self.keyword_tenths == DEFAULT_KEYWORD_TENTHS
+
+        def weight_part(label: bool, note: str) -> Text:
+            out = Text()
+            if label:
+                out.append("weights ", style="dim")
+            if fallback:
+                out.append("keyword 1.0 · vector 0.0 ", style="bold yellow")
+                out.append(
+                    "(fallback: keyword only)" if note == "long" else "fallback", style="yellow"
+                )
+                return out
             out.append(f"keyword {weights['keyword']:.1f}", style=f"bold {KEYWORD_STYLE}")
             out.append(" · ", style="dim")
             out.append(f"vector {weights['vector']:.1f}", style=f"bold {VECTOR_STYLE}")
-            if self.keyword_tenths == DEFAULT_KEYWORD_TENTHS:
+            if default and note == "long":
                 out.append(" (default)", style="dim")
-            else:
-                out.append(" (what-if; = restores)", style="bold yellow")
-        out.append("   ")
-        if self.searching and self.build_progress is not None:
-            what, done, total = self.build_progress
-            out.append(f"building {what}", style="bold yellow")
-            out.append(f": {done:,}/{total:,} " if total else "… ", style="bold yellow")
-            # escape stops the vector cache build; an index build goes on for the next search
-            out.append(
-                "(esc stops waiting)" if what == KEYWORD_INDEX else "(esc stops it)", style="dim"
-            )
-        elif self.searching:
-            out.append("searching… ", style="bold yellow")
-            out.append("(esc stops it)", style="dim")
-        elif self.stopped:
-            out.append("search stopped", style="bold yellow")
-            if self.stopped_note:
-                out.append(f" · {self.stopped_note}", style="dim")
-        elif self.base is not None:
+            elif not default:
+                out.append(
+                    " (what-if; = restores)" if note == "long" else " what-if", style="bold yellow"
+                )
+            return out
+
+        stale = Text()
+        if self.results_stale and not self.searching:
+            stale.append("database changed — F5 re-runs the search", style="bold yellow")
+        stale_short = Text("changed: F5 re-runs", style="bold yellow") if stale else Text()
+
+        state = self._state_parts()
+        variants: list[list[list[Text]]] = []
+        for label, note, hidden_long, pools, stale_part in (
+            (True, "long", True, True, stale),
+            (True, "short", True, True, stale),
+            (False, "short", True, True, stale),
+            (False, "short", True, True, stale_short),
+            (False, "short", True, False, stale_short),
+            (False, "short", False, False, stale_short),
+        ):
+            groups = [[stale_part]] if stale_part else []
+            groups += [[weight_part(label, note)], state(hidden_long, pools)]
+            variants.append(groups)
+        return variants
+
+    def _state_parts(self) -> Callable[[bool, bool], list[Text]]:
+        """What the search is doing or found, as parts (the long or short wording)."""
+
+        def parts(hidden_long: bool, pools_shown: bool) -> list[Text]:
+            if self.searching and self.build_progress is not None:
+                what, done, total = self.build_progress
+                out = Text(f"building {what}", style="bold yellow")
+                out.append(f": {done:,}/{total:,} " if total else "… ", style="bold yellow")
+                # escape stops the vector cache build; an index build goes on for the next
+                out.append(
+                    "(esc stops waiting)" if what == KEYWORD_INDEX else "(esc stops it)",
+                    style="dim",
+                )
+                return [out]
+            if self.searching:
+                out = Text("searching… ", style="bold yellow")
+                out.append("(esc stops it)", style="dim")
+                return [out]
+            if self.stopped:
+                out = Text("search stopped", style="bold yellow")
+                if self.stopped_note:
+                    out.append(f" · {self.stopped_note}", style="dim")
+                return [out]
+            if self.base is None:
+                return [Text("no search yet", style="dim")]
             trace = self.base.trace
             shown = len(self.response.results) if self.response else 0
-            out.append(plural(shown, "result"), style="bold")
+            found = Text(style="bold")
             if trace.get("truncated"):
-                out.append(f" of {trace.get('candidates')}", style="bold")
+                found.append(f"{shown:,} of {int(trace.get('candidates') or 0):,} results")
+            else:
+                found.append(plural(shown, "result"))
+            out = [found]
             pools = trace.get("pools", {})
-            out.append(
-                f" · pools: keyword {pools.get('keyword', {}).get('size', 0)}, "
-                f"vector {pools.get('vector', {}).get('size', 0)}",
-                style="dim",
-            )
             if trace.get("keyword_lane_error"):
-                out.append(" · keyword lane FAILED", style="bold red")
+                out.append(Text("keyword lane FAILED", style="bold red"))
             elif not pools.get("keyword", {}).get("size") and trace.get("terms"):
-                out.append(" (no record has every term)", style="dim")
-            excluded = trace.get("excluded") or {}
-            hidden = sum(excluded.values()) if excluded else 0
-            if hidden:
-                flagged = self.source.hidden_state  # refuted, inactive, deleted...
-                why = "expired" if flagged == "expired" else f"{flagged}/expired"
-                out.append(f" · {hidden} left out ({why}/out of scope)", style="dim")
-        else:
-            out.append("no search yet", style="dim")
-        if self.results_stale and not self.searching:
-            stale = Text(no_wrap=True, overflow="ellipsis")
-            stale.append("database changed — F5 re-runs the search", style="bold yellow")
-            stale.append("  ")
-            out = stale.append_text(out)
-        status.update(out)
+                out.append(Text("no record has every term", style="dim"))
+            excluded = {k: int(v) for k, v in (trace.get("excluded") or {}).items() if v}
+            if excluded:
+                total = sum(excluded.values())
+                left = Text(f"{total:,} left out", style="dim")
+                if hidden_long:
+                    reasons = ", ".join(
+                        f"{n:,} {reason.replace('_', ' ')}" for reason, n in excluded.items()
+                    )
+                    left.append(f": {reasons}", style="dim")
+                out.append(left)
+            if pools_shown:
+                out.append(
+                    Text(
+                        f"pools: keyword {pools.get('keyword', {}).get('size', 0):,}, "
+                        f"vector {pools.get('vector', {}).get('size', 0):,}",
+                        style="dim",
+                    )
+                )
+            return out
+
+        return parts
+
+
+def fit_status(variants: list[list[list[Text]]], width: int) -> Text:
+    """The first variant that fits ``width`` (groups three spaces apart, their parts
+    joined with " · "); else the last, cut with an ellipsis."""
+    line = Text()
+    for groups in variants:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        for number, group in enumerate(groups):
+            if number:
+                line.append("   ")
+            for index, part in enumerate(group):
+                if index:
+                    line.append(" · ", style="dim")
+                line.append_text(part)
+        if line.cell_len <= width:
+            return line
+    return line
