@@ -259,3 +259,27 @@ async def test_hidden_tabs_mount_after_browses_first_page(
         else:
             assert app.active_tab == "browse"
             assert app.query_one(RecordTable).records
+
+
+async def test_the_source_banner_reflows_on_resize(store: MemoryStore):
+    """Laid out for the width at start; a narrower terminal gets it again, note by note."""
+    app = make_app(store)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+
+        def banner_lines() -> list[str]:
+            return str(app.query_one("#source-banner").render()).splitlines()
+
+        wide = banner_lines()
+        assert len(wide) == 1 and "256 dims" in wide[0]
+        await pilot.resize_terminal(70, 24)
+        await settle(pilot)
+        narrow = banner_lines()
+        assert len(narrow) > 1
+        assert all(len(line) <= 68 for line in narrow)
+        assert any(line.endswith("256 dims") for line in narrow)  # a note is never split
+        text = screen_text(app)
+        assert all(line in text for line in narrow)
+        await pilot.resize_terminal(160, 40)
+        await settle(pilot)
+        assert banner_lines() == wide

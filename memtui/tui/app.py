@@ -24,6 +24,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.events import Resize
 from textual.widgets import Input, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
@@ -134,8 +135,11 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.busy_attempt: tuple[int, int] | None = None
         self.kept_reasons: dict[tuple[str, str], str] = {}
         self.check_report: dict[str, Any] | None = None
+        self._check_problems: list[dict[str, Any]] = []
         self._check_process: subprocess.Popen[str] | None = None
         self._panes_state = "pending"
+        self._banner_notes: tuple[list[str], int] | None = None
+        """The source banner's notes and interrupted forgets, laid out again on resize."""
         self._first_tier_counts: Future[tuple[dict[str, int], dict[str, int]]] | None = None
         """The hidden tabs: "pending" until Browse's first page, "mounting", "mounted"."""
 
@@ -257,6 +261,12 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if self.check_on_start and self.native and self.source.path.is_file():
             self._run_check()
 
+    def on_resize(self, event: Resize) -> None:
+        # The banners are laid out for the width: lay them out again for the new one
+        # (this handler runs before the app takes the new size: the event has it).
+        self._render_banner(event.size.width)
+        self._render_check_banner(event.size.width)
+
     def _tick(self) -> None:
         self.query_one("#clock", Static).update(Text(f"now {now_label(self.source.now())}"))
 
@@ -271,12 +281,20 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def _show_banner(self, notes: list[str], interrupted: int) -> None:
         """The source's kind and what an operator must know about it (its expiry rule,
         erasure gaps, a live agent, interrupted forgets): one line, more when it matters."""
+        self._banner_notes = (list(notes), interrupted)
+        self._render_banner()
+
+    def _render_banner(self, terminal_width: int | None = None) -> None:
+        """Lay the banner's notes out for the terminal's width (again after a resize)."""
+        if self._banner_notes is None:
+            return
+        notes, interrupted = self._banner_notes
         first = Text()
         first.append(self.source.kind_label, style="bold")
         lines = [first]
         if self.read_only and not self.native:
             lines[0].append(" · read-only: forget needs --allow-writes", style="dim")
-        width = max(self.size.width - 4, 40)
+        width = max((terminal_width or self.size.width) - 4, 40)
         for note in notes:
             text = safe_text(note, limit=width)
             if lines[-1].cell_len + 3 + text.cell_len <= width:
@@ -431,6 +449,12 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
                 timeout=8,
                 markup=False,
             )
+        self._check_problems = problems
+        self._render_check_banner()
+
+    def _render_check_banner(self, terminal_width: int | None = None) -> None:
+        """The check banner, laid out for the terminal's width (again after a resize)."""
+        problems = self._check_problems
         banner = self.query_one("#check-banner", Static)
         if not problems:
             banner.display = False
@@ -441,7 +465,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             style="bold reverse",
         )
         out.append("\n")
-        width = max(self.size.width - 8, 40)
+        width = max((terminal_width or self.size.width) - 8, 40)
         for finding in problems[:BANNER_PROBLEMS]:
             out.append("  • ")
             out.append_text(fit(f"{finding.get('check')}: {finding.get('message')}", width))
