@@ -152,11 +152,19 @@ class _LoadingBar:
 @click.argument("record_id")
 @click.argument("field")
 @click.option("--reason", required=True, help="Why: written to the audit log.")
+@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
 @operator_option
-def reveal(db: Path, record_id: str, field: str, reason: str, operator: str | None) -> None:
+def reveal(
+    db: Path, record_id: str, field: str, reason: str, assume_yes: bool, operator: str | None
+) -> None:
     """Show one masked metadata FIELD of a record (e.g. session_cookie); audited."""
     with open_cli_source(db, operator=operator) as source:
         source.require("reveal")
+        confirm_or_abort(
+            f"Reveal {escape_controls(field)} of record #{escape_controls(record_id)}? "
+            "It is printed in clear and the reveal is audited",
+            assume_yes,
+        )
         value = source.reveal(record_id, field, reason=reason, operator=operator)
         event = source.audit_head()
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -185,11 +193,11 @@ def forget_scope(
         total = sum(n for types in radius.values() for n in types.values())
         name = escape_controls(engagement)
         if not total:
-            raise click.ClickException(f"engagement {name!r} has no records to forget")
+            raise click.ClickException(f"engagement '{name}' has no records to forget")
         parts = [
             f"{tier}/{rtype} {n}" for tier, types in radius.items() for rtype, n in types.items()
         ]
-        click.echo(f"engagement {name!r}: {total} records ({', '.join(parts)})")
+        click.echo(f"engagement '{name}': {total} records ({', '.join(parts)})")
         confirm_or_abort(f"Forget all {total} records? This cannot be undone", assume_yes)
         count = source.forget_scope(engagement=engagement, reason=reason, operator=operator)
         # A memtui database returns a ScopeForgetResult: the count, how erasure went and
@@ -209,7 +217,7 @@ def forget_scope(
     events = f"audit event #{event_id}"
     if incomplete is not None:
         events = f"audit events #{event_id} forget-scope, #{incomplete} erasure-incomplete"
-    click.echo(f"forgot {int(count)} records of engagement {name!r}: {status} ({events})")
+    click.echo(f"forgot {int(count)} records of engagement '{name}': {status} ({events})")
     if not verified:
         sys.exit(3)
 

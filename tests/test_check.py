@@ -463,11 +463,6 @@ def test_free_pages_are_not_inspected_while_the_log_holds_newer_pages(sample_db)
     ), notes
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="MemoryStore.verify_audit (store.py) does not compare the log with "
-    "sqlite_sequence yet, so `memtui audit verify` misses deleted newest events",
-)
 def test_audit_verify_names_deleted_newest_events(audited_db):
     _events_sql(audited_db, "DELETE FROM audit_events WHERE id = 3")
     result = CliRunner().invoke(main, ["audit", "verify", str(audited_db)])
@@ -478,10 +473,6 @@ def test_audit_verify_names_deleted_newest_events(audited_db):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="`memtui audit verify` (commands/sources.py) has no --head option yet",
-)
 def test_audit_verify_compares_a_recorded_head(audited_db):
     head = _head(audited_db)
     runner = CliRunner()
@@ -503,13 +494,6 @@ def test_audit_verify_compares_a_recorded_head(audited_db):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeDecodeError,
-    reason="store.py (_connect, _prepare_schema, sqlite_file_problem) and "
-    "sources/detect.py (read_schema) catch only sqlite3.DatabaseError, not the "
-    "UnicodeDecodeError of an error text that is not UTF-8",
-)
 @pytest.mark.parametrize("command", ["records", "info", "compact"])
 def test_other_commands_name_an_error_text_that_is_not_utf8_in_one_line(sample_db, command):
     _garble_trigger_sql(sample_db)

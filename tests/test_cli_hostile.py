@@ -187,11 +187,6 @@ def test_forget_prompt_shows_the_content_escaped_once(cli, hostile_db):
     assert "Forget episodic observation" in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="commands/sources.py forget prompt shows ({content!r}): repr doubles the "
-    "backslashes of the escapes (\\\\x1b); fix: ('{content}')",
-)
 def test_forget_prompt_escapes_are_not_doubled(cli, hostile_db):
     out = cli("forget", hostile_db, "1", "--reason", "r", input="n\n", code=1).output
     assert "('\\x1b[2J\\x1b[H CLEARSCREEN marker')" in out
@@ -204,11 +199,6 @@ def test_forget_scope_prompt_shows_the_engagement_escaped(cli, hostile_db):
     assert "Forget all 11 records?" in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.py forget-scope shows engagement {name!r}: repr doubles the backslashes "
-    "of the escapes (\\\\x1b); fix: '{name}'",
-)
 def test_forget_scope_prompt_escapes_are_not_doubled(cli, hostile_db):
     out = cli(
         "forget-scope", hostile_db, "--engagement", ENGAGEMENT, "--reason", "r", input="n\n", code=1

@@ -174,11 +174,6 @@ def test_reveal_refuses_fields_that_are_not_masked(secret_db):
         assert [e["action"] for e in store.audit_events()] == ["ingest"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="memtui reveal (cli.py) does not ask for confirmation yet: it needs "
-    "confirm_or_abort('Reveal FIELD of record #ID? ...', assume_yes) and a --yes flag",
-)
 def test_reveal_asks_first_and_a_no_reveals_nothing(secret_db):
     runner = CliRunner()
     args = ["reveal", str(secret_db), "1", "session_cookie", "--reason", "replay check"]

@@ -32,6 +32,7 @@ from memtui.commands.common import (
     source_argument,
     source_options,
 )
+from memtui.core.check import head_problem, parse_audit_head
 from memtui.render import escape_controls, one_line, safe_text
 from memtui.sources import MemorySource, SourceRecord
 from memtui.sources.base import MAX_PAGE_SIZE
@@ -202,7 +203,7 @@ def forget(
         also = f" and {len(others)} more version(s)" if others else ""
         confirm_or_abort(
             f"Forget {escape_controls(_record_kind(record))} {_record_label(record.id)} "
-            f"({content!r}){also}? "
+            f"('{content}'){also}? "
             f"Rule: {escape_controls(str(preview.get('rule', '')).rstrip(' .'))}. "
             "This cannot be undone",
             assume_yes,
@@ -347,18 +348,44 @@ def audit_list(
     )
 
 
+def _recorded_head(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    try:
+        return parse_audit_head(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @audit.command("verify")
 @source_argument
+@click.option(
+    "--head",
+    "recorded",
+    default=None,
+    metavar="HEAD",
+    callback=_recorded_head,
+    help="A head recorded earlier with `memtui audit head` (ID HASH, ID:HASH or HASH): "
+    "also exit 1 when the log no longer reaches it.",
+)
 @audit_db_option
 @qdrant_options
-def audit_verify(db: Path | None, audit_db: Path | None, qdrant: dict[str, Any]) -> None:
+def audit_verify(
+    db: Path | None, recorded: Any, audit_db: Path | None, qdrant: dict[str, Any]
+) -> None:
     """Check the audit log's hash chain; exit 1 at the first broken link."""
     with open_cli_source(db, read_only=True, audit_db=audit_db, **qdrant) as source:
         broken = source.verify_audit()
-        count = len(source.audit_events())
+        events = source.audit_events()
     if broken is not None:
         raise click.ClickException(f"audit chain broken: {broken}")
-    click.echo(f"audit chain verified: {count} events")
+    if recorded is not None:
+        problem = head_problem({e["id"]: e["hash"] for e in events}, recorded)
+        if problem is not None:
+            raise click.ClickException(f"audit chain does not reach the recorded head: {problem}")
+        click.echo(f"audit chain verified: {len(events)} events, reaching the recorded head")
+        return
+    click.echo(f"audit chain verified: {len(events)} events")
 
 
 @audit.command("head")

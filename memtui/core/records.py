@@ -82,7 +82,10 @@ def parse_timestamp(value: str | datetime) -> datetime:
             ) from None
     if moment.tzinfo is None:
         raise ValueError(f"timestamp {value!s} has no timezone; add Z or an offset")
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+14:00 is before year 1 in UTC
+        raise ValueError(f"timestamp {value!s} is out of range (years 1 to 9999 in UTC)") from None
 
 
 def normalize_timestamp(value: str | datetime | None) -> str | None:

@@ -231,6 +231,19 @@ _RECORD_COLUMNS = (
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
+#: What reading a damaged file can raise: SQLite's errors, and UnicodeDecodeError
+#: when SQLite's error text quotes bytes of the file that are not UTF-8 (a
+#: garbled schema statement), which Python cannot even decode into a message.
+SQLITE_READ_ERRORS = (sqlite3.DatabaseError, UnicodeDecodeError)
+
+
+def sqlite_error_text(exc: BaseException) -> str:
+    """The message of an exception from ``SQLITE_READ_ERRORS``, as one line of text."""
+    if isinstance(exc, UnicodeDecodeError):
+        raw = exc.object if isinstance(exc.object, bytes | bytearray) else b""
+        return bytes(raw).decode("utf-8", "backslashreplace") or "an error text that is not UTF-8"
+    return str(exc)
+
 
 def sqlite_file_problem(path: Path) -> str | None:
     """Why ``path`` is not a readable SQLite file, or None when it is one.
@@ -246,10 +259,10 @@ def sqlite_file_problem(path: Path) -> str | None:
         return f"cannot be opened: {exc}"
     try:
         probe.execute("PRAGMA schema_version").fetchone()
-    except sqlite3.DatabaseError as exc:
+    except SQLITE_READ_ERRORS as exc:
         if "not a database" in str(exc):
             return "is not a SQLite database"
-        return f"cannot be read: {exc}"
+        return f"cannot be read: {sqlite_error_text(exc)}"
     finally:
         probe.close()
     return None
@@ -437,9 +450,11 @@ class MemoryStore:
             if self.path is not None and not self.read_only:
                 conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-        except sqlite3.DatabaseError as exc:
+        except SQLITE_READ_ERRORS as exc:
             conn.close()
-            raise MemoryStoreError(f"{self.path} is not a usable SQLite database: {exc}") from None
+            raise MemoryStoreError(
+                f"{self.path} is not a usable SQLite database: {sqlite_error_text(exc)}"
+            ) from None
         return conn
 
     def _check_magic(self) -> None:
@@ -457,8 +472,10 @@ class MemoryStore:
                     "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name"
                 ).fetchall()
             ]
-        except sqlite3.DatabaseError as exc:
-            raise MemoryStoreError(f"{self.path} is not a usable SQLite database: {exc}") from None
+        except SQLITE_READ_ERRORS as exc:
+            raise MemoryStoreError(
+                f"{self.path} is not a usable SQLite database: {sqlite_error_text(exc)}"
+            ) from None
         if version > SCHEMA_VERSION:
             raise MemoryStoreError(
                 f"{self.path} was written by a newer memtui (schema {version}; this one "
@@ -1068,6 +1085,14 @@ class MemoryStore:
                 return f"event #{data['id']}: its contents do not match its hash (edited)"
             prev_hash = data["hash"]
             prev_id = data["id"]
+        # audit_events is AUTOINCREMENT: sqlite_sequence keeps the largest id written.
+        sequence = self.query("SELECT seq FROM sqlite_sequence WHERE name = 'audit_events'")
+        written = int(sequence[0][0]) if sequence else 0
+        if written > prev_id:
+            return (
+                f"the newest events were deleted (the log ends at #{prev_id}, "
+                f"events up to #{written} were written)"
+            )
         return None
 
     # ---------------------------------------------------------------- writers
@@ -2127,8 +2152,10 @@ def migrate_database(
         version = probe.execute("PRAGMA user_version").fetchone()[0]
         tables = probe.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'")
         has_tables = tables.fetchone()[0] > 0
-    except sqlite3.DatabaseError as exc:
-        raise MemoryStoreError(f"{path} is not a usable SQLite database: {exc}") from None
+    except SQLITE_READ_ERRORS as exc:
+        raise MemoryStoreError(
+            f"{path} is not a usable SQLite database: {sqlite_error_text(exc)}"
+        ) from None
     finally:
         probe.close()
     if version == 0 and not has_tables:

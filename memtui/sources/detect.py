@@ -18,7 +18,12 @@ from typing import Any
 
 from memtui.core.embed import Embedder
 from memtui.core.records import parse_timestamp
-from memtui.core.store import MemoryStore, sqlite_file_problem
+from memtui.core.store import (
+    SQLITE_READ_ERRORS,
+    MemoryStore,
+    sqlite_error_text,
+    sqlite_file_problem,
+)
 from memtui.sources.base import MemorySource, SourceError
 from memtui.sources.foreign import uri_for
 from memtui.sources.native import NativeSource
@@ -82,8 +87,10 @@ def read_schema(path: Path) -> tuple[Schema, int]:
         for table in tables:
             quoted = table.replace('"', '""')
             schema[table] = {r[1] for r in conn.execute(f'PRAGMA table_info("{quoted}")')}
-    except sqlite3.DatabaseError as exc:
-        raise SourceError(f"{path} is not a usable SQLite database: {exc}") from None
+    except SQLITE_READ_ERRORS as exc:
+        raise SourceError(
+            f"{path} is not a usable SQLite database: {sqlite_error_text(exc)}"
+        ) from None
     finally:
         conn.close()
     return schema, version
