@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from memtui.core.store import MemoryStore
+from memtui.core.store import MemoryStore, MemoryStoreError
+from memtui.tui import app as app_module
 from memtui.tui.app import make_app
 from memtui.tui.browse import RecordTable, ScopeTree
 from memtui.tui.dialogs import ConfirmRecordAction
@@ -346,6 +347,44 @@ async def test_an_edited_audit_row_raises_the_check_banner(sample_path: Path):
             await pilot.press("down")
             await settle(pilot)
             assert app.query_one(RecordTable).cursor_row == 1
+
+
+@pytest.mark.parametrize("how", ["raises", "child-fails"])
+async def test_a_check_that_cannot_complete_leaves_a_banner(sample_path: Path, monkeypatch, how):
+    """Not a passing toast: a banner that stays, with the reason in one line and the
+    command that shows more."""
+    if how == "raises":
+
+        def broken(path, started=None):
+            raise MemoryStoreError("file is not a database\n(second line of detail)")
+
+        monkeypatch.setattr(app_module, "run_check", broken)
+        reason = "(second line of detail)"
+    else:  # the check's own process dies as it would on a file with random bytes in it
+        monkeypatch.setattr(
+            app_module,
+            "CHECK_SCRIPT",
+            "import sqlite3\nraise sqlite3.DatabaseError('database disk image is malformed')",
+        )
+        reason = (
+            "memtui check could not run: sqlite3.DatabaseError: database disk image is malformed"
+        )
+    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
+        app = make_app(store)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            banner = app.query_one("#check-banner")
+            await wait_for(pilot, lambda: banner.display, timeout=30)
+            await pilot.pause(0.5)
+            await settle(pilot)
+            assert banner.display
+            text = screen_text(app)
+            assert "memtui check could not complete on this file" in text
+            assert reason in text
+            assert f"Run memtui check {sample_path} to see more" in text
+            await pilot.resize_terminal(100, 30)
+            await settle(pilot)
+            assert banner.display and reason in screen_text(app)
 
 
 def test_the_live_writer_script_runs(tmp_path: Path):

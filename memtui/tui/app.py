@@ -136,6 +136,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.kept_reasons: dict[tuple[str, str], str] = {}
         self.check_report: dict[str, Any] | None = None
         self._check_problems: list[dict[str, Any]] = []
+        self._check_failure: str | None = None
+        """Why ``memtui check`` could not complete on this file (it raised), if it did not."""
         self._check_process: subprocess.Popen[str] | None = None
         self._panes_state = "pending"
         self._banner_notes: tuple[list[str], int] | None = None
@@ -421,8 +423,16 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     @work(thread=True, exclusive=True, group="check", exit_on_error=False, name="Checking")
     def _run_check(self) -> None:
-        report = run_check(self.source.path, self._check_started)
+        try:
+            report = run_check(self.source.path, self._check_started)
+        except Exception as exc:  # the check itself failed: a banner says so, it stays
+            self.call_from_thread(self._check_failed, str(exc) or type(exc).__name__)
+            return
         self.call_from_thread(self._show_check, report)
+
+    def _check_failed(self, reason: str) -> None:
+        self._check_failure = reason
+        self._render_check_banner()
 
     def _check_started(self, process: subprocess.Popen[str]) -> None:
         self._check_process = process
@@ -456,6 +466,11 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         """The check banner, laid out for the terminal's width (again after a resize)."""
         problems = self._check_problems
         banner = self.query_one("#check-banner", Static)
+        width = max((terminal_width or self.size.width) - 8, 40)
+        if self._check_failure is not None:
+            banner.update(self._check_failure_text(width))
+            banner.display = True
+            return
         if not problems:
             banner.display = False
             return
@@ -465,7 +480,6 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             style="bold reverse",
         )
         out.append("\n")
-        width = max((terminal_width or self.size.width) - 8, 40)
         for finding in problems[:BANNER_PROBLEMS]:
             out.append("  • ")
             out.append_text(fit(f"{finding.get('check')}: {finding.get('message')}", width))
@@ -473,12 +487,27 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if len(problems) > BANNER_PROBLEMS:
             out.append(f"  … and {len(problems) - BANNER_PROBLEMS} more\n")
         out.append("  Run ")
-        command = Text("memtui check ", style="bold")
-        command.append_text(fit(str(self.source.path), max(width - 40, 20)))
-        out.append_text(command)
+        out.append_text(self._check_command(width))
         out.append(" for the full report (--json for scripts).")
         banner.update(out)
         banner.display = True
+
+    def _check_command(self, width: int) -> Text:
+        command = Text("memtui check ", style="bold")
+        command.append_text(fit(str(self.source.path), max(width - 40, 20)))
+        return command
+
+    def _check_failure_text(self, width: int) -> Text:
+        """The banner of a check that could not complete: why, in one line, and what to run."""
+        out = Text()
+        out.append(" ✗ memtui check could not complete on this file ", style="bold reverse")
+        out.append("\n  ")
+        reason = (self._check_failure or "").strip().splitlines()
+        out.append_text(fit(reason[-1] if reason else "no reason given", width))
+        out.append("\n  Run ")
+        out.append_text(self._check_command(width))
+        out.append(" to see more; the file may be damaged.")
+        return out
 
     # ------------------------------------------------------------ navigation
 

@@ -808,7 +808,7 @@ class SearchPane(Pane):
             (True, "long", True, True, stale),
             (True, "short", True, True, stale),
             (False, "short", True, True, stale),
-            (False, "short", True, True, stale_short),
+            (False, "short", True, False, stale),
             (False, "short", True, False, stale_short),
             (False, "short", False, False, stale_short),
         ):
