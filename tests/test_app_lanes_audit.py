@@ -10,6 +10,7 @@ import pytest
 from fixtures.sources_support import LANGGRAPH, LANGGRAPH_VECTORS, copy_fixture
 from rich.console import Console
 from rich.text import Text
+from textual.geometry import Spacing
 from textual.widgets import DataTable, Select, Static
 
 from memtui.core.lanes import host_history, learned_tactics, profile_priors
@@ -264,6 +265,9 @@ async def test_audit_on_a_foreign_store_shows_intent_outcome_and_interrupted_for
             # The interrupted forget is counted on a line of its own, in bold.
             note = app.query_one("#audit-interrupted", Static)
             assert note.display
+            # Its layout comes from the stylesheet, not from widget code.
+            assert note.styles.padding == Spacing(0, 1, 0, 1)
+            assert set(note._inline_styles.get_rules()) <= {"display"}  # shown: state
             assert "1 interrupted forget(s)" in text
             line = note.content
             assert isinstance(line, Text) and line.plain.startswith("1 interrupted forget(s)")
@@ -361,3 +365,25 @@ async def test_a_source_without_an_audit_log_says_so_and_reads_nothing(
         await settle(pilot)
         assert pane.events == [] and not pane.verified
         assert not any(n.severity == "error" for n in app._notifications)
+
+
+def test_widget_code_sets_no_inline_style():
+    """Every look comes from ``app.tcss``: no ``widget.styles.x = ...`` in the app's code
+    (showing and hiding with ``display`` is state, not style)."""
+    import ast
+
+    import memtui.tui
+
+    found = []
+    for path in sorted(Path(memtui.tui.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for target in targets:
+                chain = target
+                while isinstance(chain, ast.Attribute):
+                    if chain.attr == "styles":
+                        found.append(f"{path.name}:{node.lineno}")
+                    chain = chain.value
+    assert found == []

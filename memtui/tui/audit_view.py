@@ -198,11 +198,7 @@ class AuditPane(Pane):
             yield Static(Text("no audit log for this source", style="dim"), id="chain-status")
             return
         yield Static(Text("checking the chain…", style="dim"), id="chain-status")
-        interrupted = Static(id="audit-interrupted")
-        interrupted.styles.height = "auto"
-        interrupted.styles.padding = (0, 1)
-        interrupted.display = False
-        yield interrupted
+        yield Static(id="audit-interrupted")  # shown when a forget was interrupted
         table = AuditTable(id="audit-table", cursor_type="row")
         table.border_title = "audit log (newest first)"
         yield table

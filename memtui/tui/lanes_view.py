@@ -218,9 +218,7 @@ class LanesPane(Pane):
 
     def compose(self) -> ComposeResult:
         if not self.available:
-            note = Static(unavailable_text(self.source.kind_label), id="lanes-unavailable")
-            note.styles.padding = (1, 1)
-            yield note
+            yield Static(unavailable_text(self.source.kind_label), id="lanes-unavailable")
             return
         with Horizontal(id="lanes-bar"):
             yield Label("profile", classes="field-label")
