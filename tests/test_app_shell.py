@@ -90,6 +90,50 @@ async def test_help_lists_every_key(store: MemoryStore):
         assert not isinstance(app.screen, HelpScreen)
 
 
+def app_binding_classes() -> list[type]:
+    """Every class in the app's modules that declares its own bindings (the separate
+    collection picker, an app of its own with its own footer, aside)."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import memtui.tui
+    from memtui.tui.collection_picker import CollectionPicker
+
+    found = []
+    for info in pkgutil.iter_modules(memtui.tui.__path__):
+        module = importlib.import_module(f"memtui.tui.{info.name}")
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and cls.__dict__.get("BINDINGS"):
+                found.append(cls)
+    return [cls for cls in found if cls is not CollectionPicker]
+
+
+def test_help_lists_every_declared_binding():
+    """Each binding with a description, of each widget and screen that declares one, has
+    a row in help: its key and what it does."""
+    from textual.binding import Binding
+
+    from memtui.tui.help import binding_text, help_classes, key_label
+
+    classes = app_binding_classes()
+    assert len(classes) >= 10
+    listed = {cls for _, _, group, _ in help_classes() for cls in group}
+    assert set(classes) <= listed, set(classes) - listed
+    rows = [row for _, section in key_sections() for row in section]
+    for cls in classes:
+        for binding in cls.BINDINGS:
+            binding = binding if isinstance(binding, Binding) else Binding(*binding)
+            if not binding.description:
+                continue
+            key = key_label(binding)
+            assert any(k == key and binding_text(binding) in what for k, what in rows), (
+                cls.__name__,
+                key,
+                binding_text(binding),
+            )
+
+
 async def test_footer_shows_the_keys_of_the_focused_widget(store: MemoryStore):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:

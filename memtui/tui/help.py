@@ -24,9 +24,16 @@ KEY_NAMES = {
 
 
 def key_label(binding: Binding) -> str:
+    """How help names a binding's key: its ``key_display``, else each key it binds."""
     if binding.key_display:
         return binding.key_display
-    return KEY_NAMES.get(binding.key, format_key(binding.key))
+    keys = [key.strip() for key in binding.key.split(",")]
+    return " / ".join(KEY_NAMES.get(key, format_key(key)) for key in keys)
+
+
+def binding_text(binding: Binding) -> str:
+    """What help says a binding does: its tooltip, else its description."""
+    return binding.tooltip or binding.description
 
 
 def _rows(bindings: list[Binding]) -> list[tuple[str, str]]:
@@ -34,52 +41,44 @@ def _rows(bindings: list[Binding]) -> list[tuple[str, str]]:
     for binding in bindings:
         if not isinstance(binding, Binding):
             binding = Binding(*binding)
+        if not binding.description:
+            continue
         descriptions = merged.setdefault(key_label(binding), [])
-        what = binding.tooltip or binding.description
+        what = binding_text(binding)
         if what not in descriptions:
             descriptions.append(what)
     return [(key, " / ".join(descriptions)) for key, descriptions in merged.items()]
 
 
-def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
-    """(where, [(key, what)]) for every key of the app, from the widgets' bindings."""
+def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tuple[str, str]]]]:
+    """(section, rows before, classes whose bindings it lists, rows after), in order.
+
+    Every widget and screen of the app that declares bindings is here: the help test
+    finds each class with ``BINDINGS`` in the app's modules and checks that it is.
+    """
     from memtui.tui.app import MemtuiApp
-    from memtui.tui.audit_view import AuditPane
+    from memtui.tui.audit_view import AuditPane, AuditTable
     from memtui.tui.browse import BrowsePane, RecordDetail, RecordTable, ScopeTree
     from memtui.tui.dialogs import ConfirmDialog
-    from memtui.tui.search_view import ResultList, SearchPane
+    from memtui.tui.search_view import QueryInput, ResultList, SearchPane
 
-    app_rows = _rows(list(MemtuiApp.BINDINGS))
-    switch = [(k, f"{d} tab") for k, d in app_rows if k in "1234"]
-    others = [(k, d) for k, d in app_rows if k not in "1234"]
     return [
-        (
-            "Anywhere",
-            [
-                *switch,
-                *[(k, "Search: focus the query box" if k == "/" else d) for k, d in others],
-                ("ctrl+p", "Command palette"),
-            ],
-        ),
+        ("Anywhere", [], [MemtuiApp], [("ctrl+p", "Command palette")]),
         (
             "Browse: tree",
             [
                 ("↑ ↓", "Move; the table follows the highlighted tier or scope"),
                 ("enter", "Go to the records table"),
                 ("space", "Expand / collapse a tier"),
-                *_rows(list(ScopeTree.BINDINGS)),
             ],
+            [ScopeTree],
+            [],
         ),
         (
             "Browse: records",
-            [
-                ("↑ ↓ pgup pgdn", "Move (more rows load near the end)"),
-                *_rows(list(RecordTable.BINDINGS)),
-                *[
-                    (k, "Show / hide refuted and expired (dimmed)")
-                    for k, _ in _rows(list(BrowsePane.BINDINGS))
-                ],
-            ],
+            [("↑ ↓ pgup pgdn", "Move (more rows load near the end)")],
+            [RecordTable, BrowsePane],
+            [],
         ),
         (
             "Browse: detail",
@@ -87,38 +86,54 @@ def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
                 (
                     "↑ ↓ pgup pgdn",
                     f"Scroll the record (content: the first {DETAIL_CONTENT_CHARS:,} characters)",
-                ),
-                *_rows(list(RecordDetail.BINDINGS)),
+                )
             ],
+            [RecordDetail],
+            [],
         ),
+        ("Search: query box", [], [QueryInput], []),
+        ("Search: results", [], [ResultList, SearchPane], []),
         (
-            "Search",
-            [
-                ("enter", "In the query box: run the search, focus the results"),
-                ("↓", "In the query box: go to the results"),
-                *[
-                    (k, d + (" (expand / collapse)" if k == "enter" else ""))
-                    for k, d in _rows(list(ResultList.BINDINGS))
-                ],
-                *_rows(list(SearchPane.BINDINGS)),
-            ],
+            "Audit",
+            [("↑ ↓ pgup pgdn", "Move; the event's detail follows")],
+            [AuditTable, AuditPane],
+            [],
         ),
-        ("Audit", _rows(list(AuditPane.BINDINGS))),
         (
             "Dialogs",
             [
                 ("enter", "In a text box: next field (never confirms); on a button: press it"),
                 ("tab / shift+tab", "Reason → Cancel → action button"),
-                *_rows(list(ConfirmDialog.BINDINGS)),
             ],
+            [ConfirmDialog],
+            [],
         ),
+        ("Help", [], [HelpScreen], []),
         (
             "Moving around",
             [
                 ("tab / shift+tab", "Next / previous widget"),
                 ("digits, / and q", "Type into a text box while it has focus"),
             ],
+            [],
+            [],
         ),
+    ]
+
+
+def _class_rows(cls: type) -> list[tuple[str, str]]:
+    rows = _rows(list(cls.__dict__.get("BINDINGS", [])))
+    if cls.__name__ == "MemtuiApp":  # the digits switch tabs: say so
+        rows = [(k, f"{d} tab" if k in "1234" else d) for k, d in rows]
+        rows = [(k, "Search: focus the query box" if k == "/" else d) for k, d in rows]
+    return rows
+
+
+def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
+    """(where, [(key, what)]) for every key of the app, from the widgets' bindings."""
+    return [
+        (section, [*before, *[row for cls in classes for row in _class_rows(cls)], *after])
+        for section, before, classes, after in help_classes()
     ]
 
 
@@ -139,7 +154,13 @@ class HelpScreen(ModalScreen[None]):
     """Every key memtui answers to."""
 
     BINDINGS = [
-        Binding("escape,q,question_mark", "close", "Close help", key_display="esc"),
+        Binding(
+            "escape,q,question_mark",
+            "close",
+            "Close help",
+            key_display="esc",
+            tooltip="Close help (esc, q or ?)",
+        ),
     ]
 
     def compose(self) -> ComposeResult:
