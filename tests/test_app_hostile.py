@@ -29,6 +29,7 @@ from memtui.tui.app import make_app
 from memtui.tui.browse import RecordDetail, RecordTable, ScopeTree
 from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog, RevealDialog
 from memtui.tui.format import DETAIL_CONTENT_CHARS
+from memtui.tui.full_text import FullText, FullTextScreen
 from memtui.tui.testing import (
     HOSTILE_LINE,
     MARKUP,
@@ -133,7 +134,7 @@ async def test_a_megabyte_record_is_capped_in_the_detail_and_stays_responsive(
         assert len(detail) < DETAIL_CONTENT_CHARS + 30_000
         assert "TAILMARK" not in detail
         hidden = len(record.content) - DETAIL_CONTENT_CHARS
-        assert f"… {hidden:,} more characters not shown" in detail
+        assert f"… {hidden:,} more characters not shown — press m to show all" in detail
         # The 1 MB metadata value is capped too.
         assert "more characters not shown" in detail.split("blob", 1)[1]
         inert(app, "browse, 1 MB record")
@@ -152,6 +153,72 @@ async def test_a_megabyte_record_is_capped_in_the_detail_and_stays_responsive(
         text = inert(app, "browse, long line")
         row = next(line for line in text.splitlines() if "longline hostile" in line)
         assert cell_len(row) <= SIZE[0] and "…" in row
+
+
+async def test_m_shows_all_of_a_megabyte_record_and_its_end(store: MemoryStore):
+    """The detail pane stops at 100,000 characters; m shows the whole content, its end
+    included, without holding the screen, and escape goes back."""
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        table = app.query_one(RecordTable)
+        assert len(table.current.content) < DETAIL_CONTENT_CHARS
+        assert "Full text" not in screen_text(app).splitlines()[-1]  # only where it is cut
+        await pilot.press("down")  # the 1 MB record
+        await settle(pilot)
+        assert "TAILMARK" not in screen_text(app) and "TAILMARK" not in detail_text(app)
+        assert "m Full text" in screen_text(app).splitlines()[-1]
+        start = time.monotonic()
+        await pilot.press("m")
+        await settle(pilot)
+        assert time.monotonic() - start < 5
+        screen = app.screen
+        assert isinstance(screen, FullTextScreen)
+        view = screen.query_one(FullText)
+        assert app.focused is view
+        text = inert(app, "full text, start")
+        content = table.current.content
+        assert "megabyte hostile 0123456789" in text and f"{len(content):,} characters" in text
+        assert "TAILMARK" not in text
+        start = time.monotonic()
+        await pilot.press("end")
+        await settle(pilot)
+        assert time.monotonic() - start < 5
+        text = inert(app, "full text, end")
+        assert "0123456789 TAILMARK" in text
+        assert "TAILMARK" in view.visible_text()
+        # Every character is there, in order, once.
+        assert "".join(view.lines) == content
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, FullTextScreen) and app.focused is table
+        # From the detail pane too, on a narrow terminal.
+        await pilot.resize_terminal(80, 24)
+        app.query_one(RecordDetail).focus()
+        await pilot.press("m")
+        await settle(pilot)
+        assert isinstance(app.screen, FullTextScreen)
+        await pilot.press("end")
+        await settle(pilot)
+        assert "TAILMARK" in inert(app, "full text at 80 columns")
+
+
+async def test_the_full_text_shows_control_characters_as_escapes(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        record = app.query_one(RecordTable).current
+        assert record.content.startswith("hostile [bold red]")
+        app.push_screen(FullTextScreen(record))
+        await settle(pilot)
+        text = inert(app, "full text of the hostile record")
+        view = app.screen.query_one(FullText)
+        shown = view.visible_text()
+        assert all(line.strip() in text for line in shown.splitlines())
+        whole = shown.replace("\n", "")  # escapes may run across the wrap
+        for escape in VISIBLE_ESCAPES:
+            assert escape in whole, escape
+        assert MARKUP in whole and "second line" in shown
 
 
 async def test_the_source_notes_and_detail_sections_are_inert(store: MemoryStore):

@@ -36,6 +36,7 @@ from memtui.sources.base import (
 )
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.format import (
+    DETAIL_CONTENT_CHARS,
     Column,
     detail_sections,
     fit,
@@ -78,6 +79,29 @@ COLUMNS: tuple[Column, ...] = (
 )
 CELL_PADDING = 1
 LIFTED = ("signature",)
+FULL_TEXT_BINDING = Binding(
+    "m",
+    "full_text",
+    "Full text",
+    tooltip=f"Show all of a long content (the detail pane stops at {DETAIL_CONTENT_CHARS:,} "
+    "characters)",
+)
+
+
+def content_cut(record: SourceRecord | None) -> bool:
+    """Whether the detail pane shows only the start of the record's content."""
+    return record is not None and len(record.content) > DETAIL_CONTENT_CHARS
+
+
+def show_full_text(widget: Any, record: SourceRecord | None) -> None:
+    """The whole content on a screen of its own (wrapped in a worker, drawn line by line)."""
+    if record is None:
+        return
+    from memtui.tui.full_text import FullTextScreen
+
+    widget.app.push_screen(FullTextScreen(record))
+
+
 """Native metadata shown with the scope in the detail pane (it was a column of the record)."""
 
 
@@ -257,6 +281,7 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         Binding("f", "forget", "Forget", tooltip="Forget the highlighted record"),
         Binding("v", "reveal", "Reveal", tooltip="Reveal one masked metadata field (audited)"),
         Binding("R", "reveal", "Reveal", show=False, tooltip="Reveal a masked field (as v)"),
+        FULL_TEXT_BINDING,
         Binding("home", "scroll_top", "First row", show=False),
         Binding("end", "scroll_bottom", "Last loaded row", show=False),
     ]
@@ -310,11 +335,16 @@ class RecordTable(ReportsWorkerErrors, DataTable):
                 and bool(secret_paths(self.current.metadata))
                 and self._offers("reveal")
             )
+        if action == "full_text":
+            return content_cut(self.current)  # only where the detail pane stops short
         return True
 
     def action_reveal(self) -> None:
         if self.check_action("reveal", ()) and self.current is not None:
             self.app.request_reveal(self.current.id)  # type: ignore[attr-defined]
+
+    def action_full_text(self) -> None:
+        show_full_text(self, self.current)
 
     def action_refute(self) -> None:
         if refutable(self.current) and self._offers("refute"):
@@ -553,6 +583,7 @@ class RecordDetail(ReportsWorkerErrors, VerticalScroll):
     BINDINGS = [
         Binding("v", "reveal", "Reveal", tooltip="Reveal one masked metadata field (audited)"),
         Binding("R", "reveal", "Reveal", show=False, tooltip="Reveal a masked field (as v)"),
+        FULL_TEXT_BINDING,
     ]
 
     can_focus = True
@@ -580,7 +611,12 @@ class RecordDetail(ReportsWorkerErrors, VerticalScroll):
                 and bool(secret_paths(self.record.metadata))
                 and bool(self.app.offers("reveal"))  # type: ignore[attr-defined]
             )
+        if action == "full_text":
+            return content_cut(self.record)
         return True
+
+    def action_full_text(self) -> None:
+        show_full_text(self, self.record)
 
     def action_reveal(self) -> None:
         if self.check_action("reveal", ()) and self.record is not None:

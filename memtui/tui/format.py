@@ -143,12 +143,17 @@ def fit(value: object, cells: int) -> Text:
     return out
 
 
-def capped(value: object, limit: int, *, keep_lines: bool = True, style: str = "") -> Text:
-    """The start of untrusted text, at most ``limit`` characters, saying how much is left."""
+def capped(
+    value: object, limit: int, *, keep_lines: bool = True, style: str = "", more: str = ""
+) -> Text:
+    """The start of untrusted text, at most ``limit`` characters, saying how much is left
+    (and ``more``: how to see it)."""
     raw = "" if value is None else str(value)
     out = safe_text(raw[:limit], keep_lines=keep_lines, style=style)
     if len(raw) > limit:
         out.append(f"… {len(raw) - limit:,} more characters not shown", style="bold yellow")
+        if more:
+            out.append(f" — {more}", style="bold yellow")
     return out
 
 
@@ -421,7 +426,7 @@ def record_detail(
         out.append("\n")
     out.append("\n")
     _section(out, "content")
-    out.append_text(capped(record.content, DETAIL_CONTENT_CHARS))
+    out.append_text(capped(record.content, DETAIL_CONTENT_CHARS, more="press m to show all"))
     out.append("\n\n")
 
     _section(out, "scope")

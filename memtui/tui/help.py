@@ -60,6 +60,7 @@ def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tu
     from memtui.tui.audit_view import AuditPane, AuditTable
     from memtui.tui.browse import BrowsePane, RecordDetail, RecordTable, ScopeTree
     from memtui.tui.dialogs import ConfirmDialog
+    from memtui.tui.full_text import FullTextScreen
     from memtui.tui.search_view import QueryInput, ResultList, SearchPane
 
     return [
@@ -85,10 +86,17 @@ def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tu
             [
                 (
                     "↑ ↓ pgup pgdn",
-                    f"Scroll the record (content: the first {DETAIL_CONTENT_CHARS:,} characters)",
+                    f"Scroll the record (content: the first {DETAIL_CONTENT_CHARS:,} "
+                    "characters; m shows all)",
                 )
             ],
             [RecordDetail],
+            [],
+        ),
+        (
+            "Full text (m)",
+            [("↑ ↓ pgup pgdn home end", "Scroll the whole content")],
+            [FullTextScreen],
             [],
         ),
         ("Search: query box", [], [QueryInput], []),
