@@ -327,3 +327,22 @@ async def test_the_source_banner_reflows_on_resize(store: MemoryStore):
         await pilot.resize_terminal(160, 40)
         await settle(pilot)
         assert banner_lines() == wide
+
+
+@pytest.mark.parametrize(("now", "shown"), [(100, "now 100"), (None, "now none given")])
+async def test_a_logical_time_store_shows_its_own_now(tmp_path: Path, now, shown):
+    """A tenant store's clock is the --now it was given, not the wall clock."""
+    from fixtures.sources_support import TENANT, copy_fixture
+
+    from memtui.sources import open_source
+
+    source = open_source(copy_fixture(TENANT, tmp_path), now=now)
+    try:
+        app = make_app(source, check_on_start=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            header = screen_text(app).splitlines()[0]
+            assert header.rstrip().endswith(shown)
+            assert "Z" not in header.split("now", 1)[1]  # no wall-clock time
+    finally:
+        source.close()

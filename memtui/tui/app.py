@@ -172,7 +172,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             yield Static(fit(self.db_label, 60), id="db-label")
             yield Static(id="live")
             yield Static(Text("counting…", style="dim"), id="summary")
-            yield Static(Text(f"now {now_label(self.source.now())}"), id="clock")
+            yield Static(self._clock_text(), id="clock")
         yield Static(id="check-banner")
         yield Static(id="source-banner")
         with TabbedContent(id="tabs", initial="browse"):
@@ -269,8 +269,17 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self._render_banner(event.size.width)
         self._render_check_banner(event.size.width)
 
+    def _clock_text(self) -> Text:
+        """The store's "now": its own label when it keeps logical time (a tenant store's
+        ``--now 100``), else its clock (fixed by MEMTUI_NOW in demos and tests)."""
+        label = getattr(self.source, "now_label", None)
+        text = str(label()) if callable(label) else now_label(self.source.now())
+        out = Text("now ")
+        out.append_text(fit(text, 40))
+        return out
+
     def _tick(self) -> None:
-        self.query_one("#clock", Static).update(Text(f"now {now_label(self.source.now())}"))
+        self.query_one("#clock", Static).update(self._clock_text())
 
     # ------------------------------------------------------------ source banner
 
