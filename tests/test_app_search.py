@@ -999,3 +999,26 @@ async def test_the_status_line_fits_and_says_what_it_left_out(store, width):
         if width >= 120:
             assert "625 left out: 412 refuted, 213 expired" in status
             assert "out of scope" not in status  # a zero reason is not listed
+
+
+async def test_the_tier_column_fits_the_sources_longest_tier_name(tmp_path: Path):
+    """A preferences store's "preference" tier is shown whole, not cut to "preferenc"."""
+    from fixtures.sources_support import PREFERENCES
+
+    source = open_source(copy_fixture(PREFERENCES, tmp_path / "prefs"))
+    try:
+        app = make_app(source, check_on_start=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await run_query(pilot, "qwphlumbix")
+            pane = app.query_one(SearchPane)
+            tiers = {pane.records[r.id].tier for r in pane.response.results}
+            assert "preference" in tiers
+            assert pane.tier_width == len("preference")
+            text = screen_text(app).splitlines()
+            header = next(i for i, line in enumerate(text) if "score KV tier" in line)
+            lines = [line for line in text[header + 1 :] if " preference " in line]
+            assert lines and not any("preferenc " in line for line in text[header + 1 :])
+            assert text[header].index("tier") == lines[0].index("preference")  # aligned
+    finally:
+        source.close()

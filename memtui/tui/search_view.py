@@ -52,8 +52,18 @@ ID_WIDTH = 7
 """The id column's width: ``#12345``. A foreign store's longer ids widen it, up to
 ``MAX_ID_WIDTH`` (then they are cut in the middle)."""
 MAX_ID_WIDTH = 24
-COLUMNS = ((1, "left"), (3, "right"), (4, "left"), (6, "right"), (2, "left"), (9, "left"))
-"""The result lines' columns before the id: marker, rank, rank change, score, lanes, tier."""
+COLUMNS = ((1, "left"), (3, "right"), (4, "left"), (6, "right"), (2, "left"))
+"""The result lines' first columns: marker, rank, rank change, score, lanes (then the tier,
+as wide as the source's longest tier name, and the id)."""
+TIER_WIDTH = 10
+"""The tier column's width when the source's tier names are all shorter."""
+MAX_TIER_WIDTH = 20
+
+
+def tier_width(tiers: list[str]) -> int:
+    """Room for the longest tier name (a foreign store's ``preference``), 10 at least."""
+    return min(max([TIER_WIDTH, *(len(t) for t in tiers)]), MAX_TIER_WIDTH)
+
 
 # The native scope keys keep their established widgets: ids, prompts and order
 # (engagement first; the profile fingerprints, long, get the widest box last).
@@ -94,7 +104,9 @@ def id_width(ids: list[str]) -> int:
     return min(max(ID_WIDTH, widest), MAX_ID_WIDTH)
 
 
-def result_line(cells: list[Text], id_width: int, content: Text, style: str = "") -> Text:
+def result_line(
+    cells: list[Text], id_width: int, content: Text, style: str = "", tiers: int = TIER_WIDTH
+) -> Text:
     """One line of the results: ``COLUMNS`` and the id, one space apart, then the content
     cut with an ellipsis at the list's edge.
 
@@ -102,7 +114,8 @@ def result_line(cells: list[Text], id_width: int, content: Text, style: str = ""
     measure them, then to draw them), and a table row costs about five times as much.
     """
     line = Text(no_wrap=True, overflow="ellipsis", style=style)
-    for cell, (width, justify) in zip(cells, (*COLUMNS, (id_width, "right")), strict=True):
+    columns = (*COLUMNS, (tiers, "left"), (id_width, "right"))
+    for cell, (width, justify) in zip(cells, columns, strict=True):
         cell = cell.copy()
         cell.align(justify, width)  # type: ignore[arg-type]
         line.append_text(cell)
@@ -258,6 +271,7 @@ class SearchPane(Pane):
         """The filter choices shown: ``tier`` and each scope key, to their values."""
         self.choices_requested = False
         self.id_width = ID_WIDTH
+        self.tier_width = tier_width(list(self.source.tiers))
         self.results_stale = False
         """The database changed since these results were computed (F5 / ctrl+r re-runs)."""
         self.stopped = False
@@ -295,7 +309,7 @@ class SearchPane(Pane):
     def _header(self) -> Text:
         cells = [Text(label) for label in ("", "#", "Δ", "score", "KV", "tier", "id")]
         content = Text("type · content   (K/V: found by the keyword/vector lane)")
-        return result_line(cells, self.id_width, content, style="bold")
+        return result_line(cells, self.id_width, content, style="bold", tiers=self.tier_width)
 
     @property
     def results(self) -> ResultList:
@@ -631,8 +645,10 @@ class SearchPane(Pane):
             results.add_option(Option(safe_text(note, style="dim"), disabled=True))
             return
         width = id_width([result.id for result in response.results])
-        if width != self.id_width:
-            self.id_width = width
+        tiers = [r.tier for r in self.records.values()] + list(self.choices.get("tier", []))
+        tiers_width = tier_width([*self.source.tiers, *tiers])
+        if (width, tiers_width) != (self.id_width, self.tier_width):
+            self.id_width, self.tier_width = width, tiers_width
             self.query_one("#results-header", Static).update(self._header())
         results.add_options(
             [Option(self._prompt(result), id=result.id) for result in response.results]
@@ -652,7 +668,7 @@ class SearchPane(Pane):
         marker = "▼" if expanded else "▶"
         kind = Text()
         if record is not None:
-            kind.append_text(one_line(record.tier, 9))
+            kind.append_text(one_line(record.tier, self.tier_width))
         content = Text()
         if record is not None:
             content.append_text(one_line(record.record_type, 12))
@@ -674,7 +690,7 @@ class SearchPane(Pane):
             kind,
             display_id(result.id, self.id_width),
         ]
-        line = result_line(cells, self.id_width, content)
+        line = result_line(cells, self.id_width, content, tiers=self.tier_width)
         if not expanded:
             return line
         explanation = self.explanations.get(result.id)
