@@ -697,6 +697,10 @@ async def test_refute_and_forget_on_a_result_ask_the_app_with_its_string_id(
         await settle(pilot)
         await run_query(pilot, QUERY)
         results = app.query_one(ResultList)
+        pane = app.query_one(SearchPane)
+        kinds = [pane.records[r.id].record_type for r in pane.response.results]
+        results.highlighted = kinds.index("tactic")  # r applies to a live tactic
+        await settle(pilot)
         target = results.current_id()
         assert isinstance(target, str) and target.isdigit()
         text = screen_text(app)
