@@ -569,3 +569,22 @@ async def test_v_reveals_on_the_table_and_the_detail_and_verifies_on_the_audit_t
             await settle(pilot)
             assert any("audit chain verified" in n.message for n in app._notifications)
             assert not isinstance(app.screen, RevealDialog)
+
+
+async def test_a_short_terminal_dialog_still_shows_its_text_box(store: MemoryStore):
+    """At 80x24 the dialog's inputs lose their border (one line each), but keep a field
+    colour and a bar on the left, so they do not read as plain text."""
+    app = make_app(store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("f")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, ConfirmRecordAction) and dialog.has_class("-compact")
+        reason = dialog.query_one("#reason", Input)
+        assert reason.size.height == 1
+        panel = dialog.query_one(".dialog").styles.background
+        assert reason.styles.background != panel
+        edge, color = reason.styles.border_left
+        assert edge and color.a > 0
+        assert "▌why?" in screen_text(app)

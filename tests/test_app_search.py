@@ -1026,3 +1026,35 @@ async def test_the_tier_column_fits_the_sources_longest_tier_name(tmp_path: Path
             assert text[header].index("tier") == lines[0].index("preference")  # aligned
     finally:
         source.close()
+
+
+async def test_profile_filter_is_wide_enough_to_tell_fingerprints_apart(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        select = app.query_one("#filter-profile", Select)
+        assert select.size.width >= 40
+        labels = [str(prompt) for prompt, value in select._options if isinstance(value, str)]
+        values = select_values(select)
+        assert len(values) >= 5
+        for label, value in zip(labels, values, strict=True):
+            assert len(label) >= min(len(value), 32), label
+        # Each label keeps both ends of its fingerprint (they differ at either end).
+        for label, value in zip(labels, values, strict=True):
+            head, _, tail = label.partition("…")
+            assert value.startswith(head) and value.endswith(tail)
+
+
+async def test_the_end_of_the_weight_range_says_so_once(store: MemoryStore):
+    """A held ] at the end of the range does not stack identical toasts."""
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await run_query(pilot, QUERY)
+        for _ in range(12):
+            await pilot.press("right_square_bracket")
+        await settle(pilot)
+        notes = [n for n in app._notifications if "end of their range" in n.message]
+        assert len(notes) == 1

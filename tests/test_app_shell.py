@@ -259,13 +259,39 @@ async def test_readable_at_80_by_24(store: MemoryStore, tab: str):
             assert first.content[:10] in text
 
 
+def table_columns(app) -> list[str]:
+    return [str(c.label) for c in app.query_one(RecordTable).columns.values()]
+
+
 async def test_wide_terminal_shows_every_column(store: MemoryStore):
     app = make_app(store)
     async with app.run_test(size=(200, 50)) as pilot:
         await settle(pilot)
+        tree = app.query_one(ScopeTree)
+        tree.move_cursor(tree.find("tier", "longterm", "longterm"))  # tactics
+        await settle(pilot)
         header = screen_text(app)
         for column in ("id", "type", "tool", "grade", "s/a", "created", "expires", "content"):
-            assert column in header
+            assert column in header and column in table_columns(app)
+
+
+async def test_at_120_columns_a_scope_without_tactics_shows_its_dates(store: MemoryStore):
+    """Notes and findings have no grade or successes/attempts: those columns give their
+    room to created and expires; a scope of tactics shows its grade and s/a."""
+    app = make_app(store)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.query_one(RecordTable).current.record_type != "tactic"
+        assert table_columns(app) == ["id", "type", "tool", "created", "expires", "content"]
+        assert "2026-10-03" in screen_text(app)
+        tree = app.query_one(ScopeTree)
+        tree.move_cursor(tree.find("tier", "longterm", "longterm"))
+        await settle(pilot)
+        columns = table_columns(app)
+        assert {"grade", "s/a"} <= set(columns) and columns[-1] == "content"
+        tree.move_cursor(tree.find("tier", "episodic", "episodic"))  # findings
+        await settle(pilot)
+        assert "grade" not in table_columns(app) and "created" in table_columns(app)
 
 
 @pytest.mark.parametrize("press_early", [False, True], ids=["waits", "key-pressed-early"])
@@ -346,3 +372,18 @@ async def test_a_logical_time_store_shows_its_own_now(tmp_path: Path, now, shown
             assert "Z" not in header.split("now", 1)[1]  # no wall-clock time
     finally:
         source.close()
+
+
+async def test_counts_have_thousands_separators(store: MemoryStore):
+    from memtui.tui.browse import ScopeNode
+
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        app.update_summary({"working": (47_000, 1_234), "episodic": (226, 0)})
+        await pilot.pause()
+        assert "47,226 live records · 1,234 refuted/expired" in screen_text(app).splitlines()[0]
+        label = app.query_one(ScopeTree).label_for(
+            ScopeNode("tier", "working", "working", 47_226, 1_234)
+        )
+        assert label.plain.endswith("working 47,226 +1,234 hidden")

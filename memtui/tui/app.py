@@ -356,7 +356,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         out = Text(plural(live, "live record"))
         if hidden:
             words = hidden_words(self.source.hidden_state).replace(" and ", "/")
-            out.append(f" · {hidden} {words}", style="dim")
+            out.append(f" · {hidden:,} {words}", style="dim")
         self.query_one("#summary", Static).update(out)
         self.records_now = live + hidden
         if self.records_at_open is None:

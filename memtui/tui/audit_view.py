@@ -274,7 +274,7 @@ class AuditPane(Pane):
         table = self.query_one(AuditTable)
         self._fill_table()
         table.border_subtitle = (
-            f"{len(events)} of {count} shown" if len(events) < count else plural(count, "event")
+            f"{len(events):,} of {count:,} shown" if len(events) < count else plural(count, "event")
         )
         self._show_detail()
         if announce:

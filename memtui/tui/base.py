@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.containers import Container
 from textual.widget import Widget
@@ -74,6 +75,18 @@ class Pane(ReportsWorkerErrors, Container):
 
     def now(self) -> datetime:
         return self.source.now()
+
+    _notice: tuple[str, float] = ("", 0.0)
+
+    def notify_once(self, message: str, *, timeout: float = 3.0, **kwargs: Any) -> None:
+        """A notification, unless the same one is still on screen (a key held down at the
+        end of a range would stack identical toasts)."""
+        now = time.monotonic()
+        last, until = self._notice
+        if message == last and now < until:
+            return
+        self._notice = (message, now + timeout)
+        self.notify(message, timeout=timeout, **kwargs)
 
     _focus_on_show: Callable[[], None] | None = None
 

@@ -74,8 +74,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("scope", "scope", 14, 3),
     Column("grade", "grade", 10, None),
     Column("sa", "s/a", 5, 4),
-    Column("created", "created", 10, 1),
-    Column("expires", "expires", 10, 2),
+    Column("created", "created", 10, 2),
+    Column("expires", "expires", 10, 1),
 )
 CELL_PADDING = 1
 LIFTED = ("signature",)
@@ -185,10 +185,10 @@ class ScopeTree(Tree[ScopeNode]):
             more.append_text(safe_text(scope_label(str(data.value)), limit=40, style="dim"))
             more.append(" (search to filter)", style="dim")
             return more
-        count = Text(f" {data.live}", style="bold" if data.kind == TIER else "")
+        count = Text(f" {data.live:,}", style="bold" if data.kind == TIER else "")
         if data.hidden:
             suffix = " hidden" if data.kind == TIER else ""
-            count.append(f" +{data.hidden}{suffix}", style="dim")
+            count.append(f" +{data.hidden:,}{suffix}", style="dim")
         if data.kind == TIER:
             label = fit(data.tier, max(width - count.cell_len - 2, 12))
             label.stylize("bold")
@@ -366,14 +366,15 @@ class RecordTable(ReportsWorkerErrors, DataTable):
 
     def wanted_columns(self) -> tuple[str, ...]:
         """The columns this source can fill: no tool column without a ``tool_name`` scope,
-        no grade or s/a without evidence metadata, a scope column for a foreign source."""
+        no grade or s/a where no record shown has evidence metadata (a scope without
+        tactics), a scope column for a foreign source."""
         source = self.source
         keys = ["id", "type"]
         if "tool_name" in source.scope_keys:
             keys.append("tool")
         if self.scope_keys:
             keys.append("scope")
-        if source.kind == "memtui" or self._evidence_seen:
+        if self._evidence_seen:  # tactics in this scope: their grade and successes/attempts
             keys += ["grade", "sa"]
         keys += ["created", "expires"]
         return tuple(keys)
@@ -470,8 +471,10 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         self.loading_page = False
         self.exhausted = not more
         now = self.source.now()
-        if not self._evidence_seen and any(has_evidence(r) for r in rows):
-            self._evidence_seen = True
+        # Grade and s/a only for a scope whose records carry evidence (tactics): a scope of
+        # notes and findings gives their room to the dates.
+        evidence = any(has_evidence(r) for r in rows)
+        self._evidence_seen = evidence or (append and self._evidence_seen)
         id_width = min(max([len(r.id) for r in rows] + [self._id_width]), ID_MAX_WIDTH)
         relayout = id_width > self._id_width or self.wanted_columns() != self._wanted
         shown = len(self.records)
@@ -962,11 +965,11 @@ class BrowsePane(Pane):
         loaded = len(table.records)
         status = plural(total, "record")
         if table.show_hidden and scope.hidden:
-            status += f" incl. {scope.hidden} {self.hidden_label.replace(' and ', '/')}"
+            status += f" incl. {scope.hidden:,} {self.hidden_label.replace(' and ', '/')}"
         elif scope.hidden:
-            status += f" (+{scope.hidden} hidden: t)"
+            status += f" (+{scope.hidden:,} hidden: t)"
         if not table.exhausted:
-            status = f"{loaded} of {status} loaded · more on scroll"
+            status = f"{loaded:,} of {status} loaded · more on scroll"
         table.border_subtitle = status
         self._show_detail()
 

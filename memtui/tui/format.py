@@ -648,4 +648,5 @@ def cell(value: object, limit: int = 200, style: str = "") -> Text:
 
 
 def plural(count: int, word: str) -> str:
-    return f"{count} {word}" + ("" if count == 1 else "s")
+    """``1 record``, ``47,226 records``: thousands separated."""
+    return f"{count:,} {word}" + ("" if count == 1 else "s")

@@ -612,17 +612,18 @@ class SearchPane(Pane):
         if self.base is None:
             return
         if self.base.trace.get("fallback"):
-            self.notify(
+            self.notify_once(
                 "The vector lane did not run for this search, so weights cannot move: "
                 + escape_controls(str(self.base.trace["fallback"])),
                 title="Keyword only",
                 severity="warning",
                 markup=False,
+                timeout=5,
             )
             return
         new = min(10, max(0, self.keyword_tenths + tenths * STEP))
         if new == self.keyword_tenths:
-            self.notify("The weights are already at the end of their range.", timeout=2)
+            self.notify_once("The weights are already at the end of their range.", timeout=2)
             return
         self.keyword_tenths = new
         self._rerank()
