@@ -285,7 +285,7 @@ class SearchPane(Pane):
     def compose(self) -> ComposeResult:
         with Horizontal(id="search-bar"):
             yield QueryInput(
-                placeholder="search memory: words, tools, endpoints (enter runs)", id="query"
+                placeholder="search memory (enter runs)", id="query"
             )
             yield Select[str](
                 [(t, t) for t in self.source.tiers],
