@@ -364,6 +364,47 @@ async def test_forget_engagement_needs_the_exact_name(store: MemoryStore):
         assert tree.find("engagement", "episodic", "vandelay-soap").data.kind == "tier"
 
 
+async def test_forget_engagement_says_when_erasure_is_not_verified(
+    store: MemoryStore, sample_path: Path, monkeypatch
+):
+    """A reader in another process pins the WAL: the notice says so and names the
+    forget-scope event, not the erasure-incomplete one written after it."""
+    import sqlite3
+
+    from memtui.core import store as store_module
+
+    monkeypatch.setattr(store_module, "CHECKPOINT_RETRIES", 2)
+    monkeypatch.setattr(store_module, "CHECKPOINT_RETRY_DELAY", 0.001)
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(ScopeTree)
+        tree.focus()
+        tree.move_cursor(tree.find("engagement", "episodic", "vandelay-soap"))
+        await settle(pilot)
+        await pilot.press("F")
+        await settle(pilot)
+        await type_text(pilot, "engagement closed")
+        dialog = app.screen
+        dialog.query_one("#confirm-name", Input).value = "vandelay-soap"
+        await settle(pilot)
+        reader = sqlite3.connect(sample_path)
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM records").fetchone()
+        try:
+            await pilot.click("#confirm")
+            await settle(pilot)
+        finally:
+            reader.rollback()
+            reader.close()
+        events = store.audit_events()
+        assert [e["action"] for e in events[:2]] == ["erasure-incomplete", "forget-scope"]
+        messages = " ".join(str(n.message) for n in app._notifications)
+        assert "erasure NOT verified" in messages
+        assert f"audit event #{events[1]['id']}" in messages
+        assert f"audit event #{events[0]['id']}" not in messages
+
+
 async def test_forget_engagement_cancel_changes_nothing(store: MemoryStore):
     before = audit_ids(store)
     radius = store.blast_radius(engagement="globex-retest")

@@ -355,7 +355,13 @@ async def test_the_source_banner_reflows_on_resize(store: MemoryStore):
         assert banner_lines() == wide
 
 
-@pytest.mark.parametrize(("now", "shown"), [(100, "now 100"), (None, "now none given")])
+@pytest.mark.parametrize(
+    ("now", "shown"),
+    [
+        (100, "now 100 (logical time)"),
+        (None, "now none given (logical time; pass --now N)"),
+    ],
+)
 async def test_a_logical_time_store_shows_its_own_now(tmp_path: Path, now, shown):
     """A tenant store's clock is the --now it was given, not the wall clock."""
     from fixtures.sources_support import TENANT, copy_fixture

@@ -17,7 +17,7 @@ from fixtures.sources_support import (
     TENANT,
     copy_fixture,
 )
-from textual.widgets import Input
+from textual.widgets import Input, Static
 
 from memtui.core.embed import HashEmbedder
 from memtui.sources import open_source
@@ -199,6 +199,8 @@ async def test_forget_from_the_browse_table_follows_the_stores_rule(kind, target
             assert warning.startswith(f"This cannot be undone. {rule}")
             if also:
                 assert warning.endswith(f"without the value. Removes {1 + len(also)} records.")
+            summary = dialog.query_one(".dialog-summary", Static).render()
+            assert "[" not in str(summary)  # a list scope (Letta's tags) reads as text
             await type_text(pilot, "subject asked")
             await pilot.click("#confirm")
             await settle(pilot)
@@ -209,6 +211,8 @@ async def test_forget_from_the_browse_table_follows_the_stores_rule(kind, target
                 assert source.get(record_id) is None
             messages = " ".join(str(n.message) for n in app._notifications)
             assert "erasure verified" in messages and "NOT" not in messages
+            noun = "preference" if kind == PREFERENCES else "archival passage"
+            assert f"Forgot {noun} {target}" in messages  # the tier once, when it is the type
         outcomes = [e for e in source.audit_events() if e["action"] == "forget"]
         assert len(outcomes) == 1  # one forget, its intent before it
         assert outcomes[0]["reason"] == "subject asked"

@@ -272,10 +272,9 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def _clock_text(self) -> Text:
         """The store's "now": its own label when it keeps logical time (a tenant store's
         ``--now 100``), else its clock (fixed by MEMTUI_NOW in demos and tests)."""
-        label = getattr(self.source, "now_label", None)
-        text = str(label()) if callable(label) else now_label(self.source.now())
+        text = self.source.clock_label() or now_label(self.source.now())
         out = Text("now ")
-        out.append_text(fit(text, 40))
+        out.append_text(fit(text, 44))
         return out
 
     def _tick(self) -> None:
@@ -883,11 +882,16 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             count = source.forget_scope(
                 engagement=str(target), reason=reason, operator=self.operator
             )
-            event = _event_of(source, "forget-scope", None)
+            # A memtui database returns the count with how erasure went (and its own
+            # forget-scope event); another source returns a plain count.
+            event = getattr(count, "event_id", None) or _event_of(source, "forget-scope", None)
             message = (
                 f"Forgot {plural(count, 'record')} of engagement {escape_controls(str(target))}"
             )
-            return event, message, count, None
+            if not getattr(count, "verified", True):
+                problem = getattr(count, "problem", None) or "see the audit log"
+                message += f": erasure NOT verified ({escape_controls(str(problem))})"
+            return event, message, int(count), None
         if kind == "reveal":
             record_id, field = target
             value = source.reveal(record_id, field, reason=reason, operator=self.operator)
@@ -1032,16 +1036,20 @@ def _event_of(source: MemorySource, action: str, record_ids: list[str] | None) -
 
 
 def _forget_message(record: SourceRecord | None, outcome: ForgetOutcome) -> str:
-    what = (
-        f"{record.tier} {record.record_type} {record_label(record.id)}"
-        if record
-        else record_label(outcome.record_id)
-    )
+    if record is None:
+        what = record_label(outcome.record_id)
+    else:
+        kind = (
+            record.tier
+            if record.tier == record.record_type
+            else f"{record.tier} {record.record_type}"
+        )
+        what = f"{kind} {record_label(record.id)}"
+    problem = (outcome.problem or "").removeprefix("erasure not verified: ")
     state = (
         "erasure verified"
         if outcome.verified
-        else "erasure NOT verified (see the audit log)"
-        + (f": {outcome.problem}" if outcome.problem else "")
+        else "erasure NOT verified" + (f" ({problem})" if problem else " (see the audit log)")
     )
     more = len(outcome.removed) - 1
     extra = f" and {plural(more, 'related record')}" if more > 0 else ""

@@ -19,7 +19,7 @@ from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from memtui.render import escape_controls, one_line, safe_text
 from memtui.sources.base import SourceRecord
-from memtui.tui.format import plural, record_label
+from memtui.tui.format import plural, record_label, scope_value
 
 PREVIEW_CHARS = 240
 SCOPE_LABELS = {"tool_name": "tool", "run_id": "run", "url_pattern": "url"}
@@ -142,13 +142,13 @@ class ConfirmRecordAction(ConfirmDialog):
             summary.append("  type ", style="dim")
             summary.append_text(one_line(record.record_type, 30))
             shown = [
-                (key, value)
+                key
                 for key, value in record.scope.items()
-                if value not in (None, "") and key != "profile_hash"
+                if value not in (None, "", [], ()) and key != "profile_hash"
             ]
-            for key, value in shown[: self.SUMMARY_SCOPE_KEYS]:
+            for key in shown[: self.SUMMARY_SCOPE_KEYS]:
                 summary.append(f"  {SCOPE_LABELS.get(key, key)} ", style="dim")
-                summary.append_text(one_line(str(value), 40))
+                summary.append_text(one_line(scope_value(record, key), 40))
             yield Static(summary, classes="dialog-summary")
             yield Static(
                 safe_text(record.content, limit=PREVIEW_CHARS, keep_lines=True),

@@ -284,9 +284,7 @@ class SearchPane(Pane):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="search-bar"):
-            yield QueryInput(
-                placeholder="search memory (enter runs)", id="query"
-            )
+            yield QueryInput(placeholder="search memory (enter runs)", id="query")
             yield Select[str](
                 [(t, t) for t in self.source.tiers],
                 prompt="any tier",
