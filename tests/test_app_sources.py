@@ -462,3 +462,36 @@ async def test_scope_values_with_their_key_are_read_whole_at_100_columns(tmp_pat
             assert "operation OP_20261129_090000 2" in text
     finally:
         source.close()
+
+
+async def test_langgraph_namespaces_nest_in_the_scope_tree(tmp_path):
+    """memories.user-2.notes hangs under memories.user-2, shown by the rest of its name;
+    selecting it lists its records, and a refresh keeps the nesting."""
+    source = open_source(copy_fixture(LANGGRAPH, tmp_path), now=LG_NOW)
+    try:
+        app = make_app(source, poll_interval=None)
+        async with app.run_test(size=(140, 50)) as pilot:
+            await settle(pilot)
+            tree = app.query_one(ScopeTree)
+            notes = tree.find("namespace", "memories", "memories.user-2.notes")
+            assert notes is not None and notes.data is not None
+            assert notes.data.kind == "namespace"
+            assert notes.parent is not None and notes.parent.data is not None
+            assert notes.parent.data.value == "memories.user-2"
+            assert notes.parent.parent is not None and notes.parent.parent.data is not None
+            assert notes.parent.parent.data.kind == "tier"
+            assert "….notes" in notes.label.plain
+            assert tree.find("namespace", "memories", "memories.user-1").parent.data.kind == "tier"
+            tree.focus()
+            tree.move_cursor(notes)
+            await settle(pilot)
+            table = app.query_one(RecordTable)
+            assert table.records and all(
+                r.scope["namespace"] == "memories.user-2.notes" for r in table.records
+            )
+            app._poll()  # a refresh with the same shape keeps the nested nodes
+            await settle(pilot)
+            again = tree.find("namespace", "memories", "memories.user-2.notes")
+            assert again is not None and again.parent.data.value == "memories.user-2"
+    finally:
+        source.close()

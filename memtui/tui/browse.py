@@ -10,7 +10,7 @@ source can fill.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.text import Text
@@ -111,7 +111,9 @@ class ScopeNode:
 
     ``kind`` is ``"tier"``, the scope key (``profile_hash``, ``engagement``, a foreign
     source's ``namespace``...) or ``MORE`` (then ``value`` is the key and ``live`` the
-    number of its values not listed).
+    number of its values not listed). ``parent`` is the listed value of the same key
+    it nests under (a LangGraph namespace under its parent namespace), ``depth`` how
+    many such parents it has; a value that hangs from its tier has neither.
     """
 
     kind: str
@@ -119,6 +121,8 @@ class ScopeNode:
     value: Any
     live: int
     hidden: int
+    parent: Any = None
+    depth: int = 0
 
     @property
     def filters(self) -> dict[str, Any]:
@@ -199,8 +203,11 @@ class ScopeTree(Tree[ScopeNode]):
             prefix = fit(data.label, 16)
             prefix.append(" ")
             prefix.stylize("dim")
-        room = width - self.guide_depth - 1 - count.cell_len - prefix.cell_len
-        label = fit(data.value, max(room, 8))
+        room = width - self.guide_depth * (1 + data.depth) - 1 - count.cell_len - prefix.cell_len
+        shown = str(data.value)
+        if data.parent is not None and shown.startswith(f"{data.parent}."):
+            shown = "…" + shown[len(str(data.parent)) :]  # the rest of the name, under its parent
+        label = fit(shown, max(room, 8))
         if data.kind == "profile_hash":
             label.stylize("italic")
         prefix.append_text(label)
@@ -211,17 +218,37 @@ class ScopeTree(Tree[ScopeNode]):
         self.clear()
         for tier_node, children in nodes:
             branch = self.root.add(self.label_for(tier_node), data=tier_node, expand=True)
-            for child in children:
-                branch.add_leaf(self.label_for(child), data=child)
+            parents = {(c.kind, c.parent) for c in children if c.parent is not None}
+            placed: dict[tuple[str, Any], TreeNode[ScopeNode]] = {}
+            # Parents first (fewer parents above them), each level in the listed order.
+            for child in sorted(children, key=lambda c: c.depth):
+                under = placed.get((child.kind, child.parent), branch)
+                label = self.label_for(child)
+                if (child.kind, child.value) in parents:
+                    placed[(child.kind, child.value)] = under.add(label, data=child, expand=True)
+                else:
+                    under.add_leaf(label, data=child)
+
+    def scope_nodes(self, tier_node: TreeNode[ScopeNode]) -> list[TreeNode[ScopeNode]]:
+        """Every node under a tier's node, nested ones included, top to bottom."""
+        out: list[TreeNode[ScopeNode]] = []
+        for child in tier_node.children:
+            out.append(child)
+            out.extend(self.scope_nodes(child))
+        return out
 
     def update_counts(self, nodes: list[tuple[ScopeNode, list[ScopeNode]]]) -> bool:
         """New counts in place when the same tiers and scopes are listed (cursor and
         scroll stay); False when the shape changed and the tree must be rebuilt."""
-        shape = [(t.tier, [(c.kind, c.value) for c in children]) for t, children in nodes]
+
+        def key(data: ScopeNode) -> tuple[str, str, str]:
+            return (data.kind, repr(data.value), repr(data.parent))
+
+        shape = [(t.tier, sorted(key(c) for c in children)) for t, children in nodes]
         current = [
             (
                 t.data.tier if t.data else None,
-                [(c.data.kind, c.data.value) if c.data else None for c in t.children],
+                sorted(key(c.data) for c in self.scope_nodes(t) if c.data is not None),
             )
             for t in self.root.children
         ]
@@ -231,7 +258,9 @@ class ScopeTree(Tree[ScopeNode]):
             if tier_node.data != tier_data:
                 tier_node.data = tier_data
                 tier_node.set_label(self.label_for(tier_data))
-            for data, child in zip(children, tier_node.children, strict=True):
+            by_key = {key(c.data): c for c in self.scope_nodes(tier_node) if c.data is not None}
+            for data in children:
+                child = by_key[key(data)]
                 if child.data != data:
                     child.data = data
                     child.set_label(self.label_for(data))
@@ -254,7 +283,7 @@ class ScopeTree(Tree[ScopeNode]):
                 continue
             if kind == TIER:
                 return tier_node
-            for child in tier_node.children:
+            for child in self.scope_nodes(tier_node):
                 data = child.data
                 if (
                     data is not None
@@ -749,9 +778,48 @@ def scope_nodes(
             else:
                 children += entries
         nodes.append(
-            (ScopeNode(TIER, tier, tier, live_count, max(total - live_count, 0)), children)
+            (
+                ScopeNode(TIER, tier, tier, live_count, max(total - live_count, 0)),
+                _nested(source, children),
+            )
         )
     return nodes
+
+
+def _nested(source: Any, children: list[ScopeNode]) -> list[ScopeNode]:
+    """``children`` with each value's nearest listed parent (``source.scope_parent``,
+    then its parent's, ...) and its depth; the same list for a flat source."""
+    listed = {(c.kind, c.value) for c in children if c.kind not in (TIER, MORE)}
+
+    def parent_of(kind: str, value: Any) -> Any:
+        seen = {value}
+        parent = source.scope_parent(kind, value)
+        while parent is not None and (kind, parent) not in listed and parent not in seen:
+            seen.add(parent)
+            parent = source.scope_parent(kind, parent)
+        return None if parent is None or (kind, parent) not in listed else parent
+
+    parents = {
+        (c.kind, c.value): parent_of(c.kind, c.value)
+        for c in children
+        if c.kind not in (TIER, MORE)
+    }
+
+    def depth_of(kind: str, value: Any) -> int:
+        depth, parent, seen = 0, parents.get((kind, value)), {value}
+        while parent is not None and parent not in seen:
+            seen.add(parent)
+            depth += 1
+            parent = parents.get((kind, parent))
+        return depth
+
+    out = []
+    for child in children:
+        parent = parents.get((child.kind, child.value))
+        if parent is not None:
+            child = replace(child, parent=parent, depth=depth_of(child.kind, child.value))
+        out.append(child)
+    return out
 
 
 class BrowsePane(Pane):
