@@ -27,6 +27,7 @@ from memtui.commands.search import reindex, search
 from memtui.commands.sources import audit, cache, forget, forget_gaps, info, records, refute
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import DEFAULT_EMBEDDER_NAME, resolve_embedder
+from memtui.core.secrets import secret_paths
 from memtui.core.store import MemoryStore
 from memtui.render import escape_controls
 
@@ -160,6 +161,16 @@ def reveal(
     """Show one masked metadata FIELD of a record (e.g. session_cookie); audited."""
     with open_cli_source(db, operator=operator) as source:
         source.require("reveal")
+        record = source.get(record_id)
+        if record is None:
+            raise click.ClickException(f"no record with id {escape_controls(record_id)}")
+        masked = secret_paths(record.metadata or {})
+        if field not in masked:
+            raise click.ClickException(
+                f"record #{escape_controls(record_id)} has no masked field "
+                f"'{escape_controls(field)}'; masked fields: "
+                f"{escape_controls(', '.join(masked)) or 'none'}"
+            )
         confirm_or_abort(
             f"Reveal {escape_controls(field)} of record #{escape_controls(record_id)}? "
             "It is printed in clear and the reveal is audited",

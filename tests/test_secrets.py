@@ -186,3 +186,17 @@ def test_reveal_asks_first_and_a_no_reveals_nothing(secret_db):
     confirmed = runner.invoke(main, [*args, "--yes"])
     assert confirmed.exit_code == 0 and confirmed.stdout == SECRET + "\n"
     assert "Reveal" not in confirmed.output
+
+
+def test_reveal_of_a_field_that_is_not_masked_is_refused_before_asking(secret_db):
+    runner = CliRunner()
+    args = ["reveal", str(secret_db), "1", "no_such_field", "--reason", "replay check"]
+    result = runner.invoke(main, args, input="y\n")
+    assert result.exit_code == 1
+    assert "Reveal" not in result.output  # refused before the question
+    assert "has no masked field 'no_such_field'; masked fields: " in result.output
+    assert "session_cookie" in result.output
+    missing = runner.invoke(main, ["reveal", str(secret_db), "999", "x", "--reason", "r"])
+    assert missing.exit_code == 1 and "no record with id 999" in missing.output
+    with MemoryStore(secret_db) as store:
+        assert [e["action"] for e in store.audit_events()] == ["ingest"]
