@@ -289,9 +289,22 @@ def demo(db: Path | None, summary: bool, out: Path | None) -> None:
         if str(out) == "-":
             click.echo(text, nl=False)
         else:
-            out.write_text(text, encoding="utf-8")
+            try:
+                out.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise click.ClickException(
+                    f"cannot write the walkthrough to {escape_controls(str(out))}: "
+                    f"{exc.strerror or exc}"
+                ) from None
             click.echo(f"wrote the walkthrough to {out}")
         return
+    if db is not None and db.exists():
+        # The default file in the data folder is the demo's own and is rebuilt each
+        # time; a path given with --db may be anything, so it is never replaced.
+        raise click.ClickException(
+            f"{escape_controls(str(db))} already exists; memtui demo builds a new database "
+            "and replaces nothing: give a path that does not exist (or leave out --db)"
+        )
     path = db or demo_db_path()
     with build_demo_db(path) as store:
         counts = store.tier_counts()

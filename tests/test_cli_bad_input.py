@@ -75,15 +75,22 @@ def test_a_database_from_a_newer_memtui_is_refused_untouched(runner, newer_db, a
 def test_an_sqlite_without_fts5_is_one_line_and_creates_nothing(
     runner, tmp_path, monkeypatch, args
 ):
-    monkeypatch.setattr(store_module, "fts5_available", lambda: False)
     db = tmp_path / "new.db"
-    if args[0] != "ingest":
-        db.write_bytes(b"")  # the read commands need a file to open
+    before = None
+    if args[0] != "ingest":  # the read commands need a memtui database to open
+        store_module.MemoryStore(db).close()
+        for suffix in ("-wal", "-shm"):
+            (tmp_path / f"new.db{suffix}").unlink(missing_ok=True)
+        before = snapshot(db)
+    monkeypatch.setattr(store_module, "fts5_available", lambda: False)
     line = one_error_line(runner.invoke(main, [a.format(db=db) for a in args]))
     assert "built without FTS5" in line and "use a Python whose SQLite has FTS5" in line
-    assert sorted(p.name for p in tmp_path.iterdir()) == (["new.db"] if args[0] != "ingest" else [])
-    if db.exists():
-        assert db.read_bytes() == b""
+    left = {p.name for p in tmp_path.iterdir()}
+    if before is None:
+        assert left == set()  # ingest created nothing
+    else:  # a read-only open of a WAL file may leave its empty WAL and index
+        assert left <= {"new.db", "new.db-wal", "new.db-shm"}
+        assert snapshot(db) == before
 
 
 def test_bad_json_corpus_says_where_and_writes_nothing(runner, tmp_path):
@@ -144,6 +151,51 @@ def test_an_empty_file_is_not_a_database_and_stays_empty(runner, tmp_path, comma
     line = one_error_line(runner.invoke(main, ["migrate", str(empty)]))
     assert "nothing to upgrade" in line
     assert empty.read_bytes() == b"" and sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["refute", "{db}", "1", "--reason", "x"],
+        ["forget", "{db}", "1", "--reason", "x", "--yes"],
+        ["forget-scope", "{db}", "--engagement", "e", "--reason", "x", "--yes"],
+        ["reveal", "{db}", "1", "password", "--reason", "x", "--yes"],
+        ["compact", "{db}"],
+        ["reindex-text", "{db}"],
+        ["reindex", "{db}", "--embedder", "hash-64"],
+        ["search", "{db}", "x"],
+        ["lanes", "{db}", "--profile", "p"],
+    ],
+    ids=lambda args: args[0],
+)
+def test_a_command_never_makes_a_database_in_an_empty_file(runner, tmp_path, args):
+    """Only ingest makes a database; a command that changes or reads one refuses an
+    empty file instead of quietly writing a schema (and an audit event) into it."""
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    line = one_error_line(runner.invoke(main, [a.format(db=empty) for a in args]))
+    assert "is empty (0 bytes), not a memtui database" in line
+    assert empty.read_bytes() == b"" and sorted(p.name for p in tmp_path.iterdir()) == ["empty.db"]
+    result = runner.invoke(main, ["ingest", str(SAMPLE_CORPUS), "--db", str(empty)])
+    assert result.exit_code == 0, result.output  # ingest makes one there
+    assert empty.stat().st_size > 0
+
+
+def test_demo_out_to_a_missing_folder_is_one_line(runner, tmp_path):
+    target = tmp_path / "missing" / "walkthrough.json"
+    line = one_error_line(runner.invoke(main, ["demo", "--out", str(target)]))
+    assert line == f"Error: cannot write the walkthrough to {target}: No such file or directory"
+    assert not target.parent.exists()
+
+
+def test_demo_never_replaces_a_file_given_with_db(runner, tmp_path, cli_db):
+    other = tmp_path / "notes.txt"
+    other.write_text("keep me\n")
+    for path in (other, cli_db):
+        before = path.read_bytes()
+        line = one_error_line(runner.invoke(main, ["demo", "--db", str(path), "--summary"]))
+        assert line.startswith(f"Error: {path} already exists; memtui demo builds a new database")
+        assert path.read_bytes() == before
 
 
 def test_an_older_schema_names_the_command_that_upgrades_it(runner, tmp_path):

@@ -225,3 +225,8 @@ def test_forget_scope_reports_unverified_when_a_reader_pins_the_wal(db_path, mon
         assert done == 10 and done.verified is True and done.problem is None
         assert done.incomplete_event_id is None
         assert done.event_id == store.audit_events()[0]["id"]
+        # The event says which engagement went (the scope's name, not a record's value).
+        assert store.audit_events()[0]["details"]["scope"] == {
+            "engagement": "globex",
+            "engagement_records": 10,
+        }

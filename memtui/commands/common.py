@@ -19,7 +19,12 @@ from memtui.core.corpus import CorpusError
 from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.records import MemoryRecord, parse_timestamp
 from memtui.core.secrets import mask_metadata
-from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
+from memtui.core.store import (
+    FILTER_ALLOWLIST,
+    MemoryStore,
+    MemoryStoreError,
+    empty_database_problem,
+)
 from memtui.render import escape_controls, escape_json_controls
 from memtui.sources import MemorySource, open_source
 
@@ -74,6 +79,9 @@ def open_store(
     embedder: str | None = None,
     operator: str | None = None,
 ) -> MemoryStore:
+    empty = empty_database_problem(Path(path)) if Path(path).exists() else None
+    if empty is not None:
+        raise click.ClickException(empty)
     return MemoryStore(
         path,
         read_only=read_only,

@@ -245,6 +245,32 @@ def sqlite_error_text(exc: BaseException) -> str:
     return str(exc)
 
 
+def empty_database_problem(path: Path) -> str | None:
+    """Why an existing ``path`` holds no memtui database to work on (0 bytes, or an
+    SQLite file without tables), or None. Commands that change a database refuse
+    such a file instead of quietly making a new database there; ``memtui ingest``
+    is the one that makes one."""
+    try:
+        if path.stat().st_size == 0:
+            what = "empty (0 bytes)"
+        else:
+            probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                version = probe.execute("PRAGMA user_version").fetchone()[0]
+                tables = probe.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            finally:
+                probe.close()
+            if version or tables:
+                return None
+            what = "an SQLite file without tables"
+    except (OSError, *SQLITE_READ_ERRORS):
+        return None  # not readable: the open that follows says why
+    return (
+        f"{path} is {what}, not a memtui database; "
+        f"`memtui ingest CORPUS.json --db {path}` makes one there"
+    )
+
+
 def sqlite_file_problem(path: Path) -> str | None:
     """Why ``path`` is not a readable SQLite file, or None when it is one.
 
@@ -1931,7 +1957,9 @@ class MemoryStore:
                     operator=operator,
                     reason=reason,
                     details={
-                        "scope": {"engagement_records": len(ids)},
+                        # The scope's name is what changed (its records' values
+                        # are not kept): the log can say which engagement went.
+                        "scope": {"engagement": engagement, "engagement_records": len(ids)},
                         "count": len(ids),
                         "by_tier": by_tier,
                         "erasure": checks,

@@ -21,6 +21,7 @@ from memtui.core.records import parse_timestamp
 from memtui.core.store import (
     SQLITE_READ_ERRORS,
     MemoryStore,
+    empty_database_problem,
     sqlite_error_text,
     sqlite_file_problem,
 )
@@ -287,6 +288,9 @@ def open_source(
         writable = read_only is not True
         if writable and not path.exists():
             raise SourceError(f"no database at {path}; check the path")
+        empty = empty_database_problem(path) if path.exists() else None
+        if empty is not None:
+            raise SourceError(empty)
         store = MemoryStore(
             path,
             read_only=not writable,
