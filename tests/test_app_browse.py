@@ -197,6 +197,25 @@ async def test_t_toggles_refuted_and_expired_records(store: MemoryStore):
         assert "refuted and expired records hidden" in notifications(app)
 
 
+async def test_t_keeps_the_highlighted_record(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(ScopeTree)
+        table = app.query_one(RecordTable)
+        tree.move_cursor(tree.find("tier", "longterm", "longterm"))
+        await settle(pilot)
+        table.focus()
+        await pilot.press("end")
+        await settle(pilot)
+        last = app.current_record_id()
+        assert last is not None and last != table.records[0].id
+        for _ in range(2):  # shown with the hidden ones, then without them again
+            await pilot.press("t")
+            await settle(pilot)
+            assert app.current_record_id() == last
+
+
 async def test_table_pages_from_the_source(store: MemoryStore, monkeypatch):
     monkeypatch.setattr(browse, "PAGE_SIZE", 5)
     monkeypatch.setattr(browse, "PAGE_MARGIN", 2)

@@ -430,6 +430,8 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         limit = PAGE_SIZE
         if keep_row is not None:
             limit = max(PAGE_SIZE, keep_row + PAGE_MARGIN + 1, len(self.records))
+        elif keep_id is not None:  # reach as far as the rows shown now, and a page more
+            limit = max(PAGE_SIZE, len(self.records) + PAGE_SIZE)
         key = (scope.kind, scope.tier, scope.value, show_hidden)
         self._fetch(
             self._generation, key, scope.filters, show_hidden, None, limit, keep_row, keep_id
@@ -961,7 +963,9 @@ class BrowsePane(Pane):
         current = table.current
         keep_id = current.id if current is not None else None
         if hidden != table.show_hidden:
-            keep_row = keep_id = None
+            # `t`: the rows above it change, so its row number means nothing; the
+            # highlighted record stays highlighted when it is still listed.
+            keep_row = None
         self.tier_totals = {n.tier: (n.live, n.hidden) for n, _ in nodes}
         self.memtui.update_summary(self.tier_totals)
         if not self._initial and previous is not None and tree.update_counts(nodes):
