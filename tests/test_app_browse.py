@@ -639,3 +639,18 @@ async def test_the_scope_counts_wait_for_the_first_page(store: MemoryStore, monk
         assert "page" in order and "facets" in order
         assert order.index("page") < order.index("facets")
         assert app.query_one(ScopeTree).find("tier", "working", "working").children
+
+
+async def test_a_tool_name_longer_than_its_column_shows_its_cut(store: MemoryStore):
+    """xxeinjector in an 8-cell column: cut with an ellipsis, never silently."""
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        tree = app.query_one(ScopeTree)
+        table = app.query_one(RecordTable)
+        tree.move_cursor(tree.find("tier", "longterm", "longterm"))
+        await settle(pilot)
+        row = next(i for i, r in enumerate(table.records) if r.scope["tool_name"] == "xxeinjector")
+        cell = table.get_row_at(row)[column_labels(table).index("tool")].plain
+        assert "…" in cell and cell.startswith("xxe") and cell.endswith("or")
+        assert len(cell) <= 8

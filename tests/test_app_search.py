@@ -290,6 +290,22 @@ async def test_escape_leaves_the_query_box_so_the_digits_switch_tabs(store: Memo
         assert query.value == QUERY
 
 
+async def test_slash_in_the_query_box_selects_the_query_instead_of_typing(store: MemoryStore):
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("2")  # the Search tab focuses the query box
+        await settle(pilot)
+        query = app.query_one("#query", Input)
+        assert app.focused is query
+        await pilot.press("slash")  # "/" means the query box here too: no slash typed
+        for char in "sql":
+            await pilot.press(char)
+        assert query.value == "sql"
+        await pilot.press("slash", "x", "s", "s")  # selected, so the typing replaces it
+        assert query.value == "xss"
+
+
 async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:

@@ -491,8 +491,7 @@ def render_breakdown(
     out.append(f"{shown.parts[0]} + {shown.parts[1]} = {shown.total} ≈ ")
     out.append(shown.score, style="bold")
     if numbers.adds_up:
-        out.append("   ✓ adds up", style="bold green")
-        out.append(" to the score listed", style="dim")
+        out.append("   ✓ adds up", style="bold green")  # short: it fits at 80 columns
     else:
         out.append(f"   ✗ does not add up: score is {numbers.score:.6f}", style="bold red reverse")
     out.append("\n")

@@ -561,6 +561,7 @@ class RecordTable(ReportsWorkerErrors, DataTable):
         shown = frozenset(keys)
         scope_keys = self.scope_keys
         scope_width = next((c.width for c in self._columns if c.key == "scope"), 14)
+        tool_width = next((c.width for c in self._columns if c.key == "tool"), 8)
         for record in rows:
             cells = record_row(
                 record,
@@ -569,6 +570,7 @@ class RecordTable(ReportsWorkerErrors, DataTable):
                 scope_keys=scope_keys,
                 id_width=self._id_width,
                 scope_width=scope_width,
+                tool_width=tool_width,
                 columns=shown,
             )
             self.add_row(*[cells[k] for k in keys], cells["content"], key=record.id)

@@ -286,6 +286,7 @@ def record_row(
     scope_keys: tuple[str, ...] = (),
     id_width: int | None = None,
     scope_width: int = 14,
+    tool_width: int = 8,
     columns: frozenset[str] | None = None,
 ) -> dict[str, Text]:
     """The cells of one record in a table, by column key (``ROW_KEYS``).
@@ -302,7 +303,7 @@ def record_row(
     cells = {
         "id": record_id,
         "type": one_line(record.record_type, 14),
-        "tool": one_line(scope_value(record, "tool_name"), 12),
+        "tool": fit(scope_value(record, "tool_name"), tool_width),
         "grade": grade_cell(record),
         "sa": Text(counts_text(record), justify="right"),
         "created": one_line(short_date(record.created_at), 12),

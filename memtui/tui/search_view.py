@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.console import Group
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -155,6 +155,17 @@ class QueryInput(Input):
             tooltip="Leave the query box for the results (the digit keys switch tabs again)",
         ),
     ]
+
+    async def _on_key(self, event: events.Key) -> None:
+        # "/" cannot stand in a query (the sanitizer makes it a space): here, as on
+        # every other tab, it means "the query box", so it selects what is typed
+        # (what comes next replaces it) instead of typing a slash.
+        if event.character == "/":
+            event.stop()
+            event.prevent_default()
+            self.select_all()
+            return
+        await super()._on_key(event)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "leave":
