@@ -39,6 +39,7 @@ CASES: list[tuple[str, Any, Any, str, str]] = [
     ("letta", LETTA, None, "bullet points", "archive"),
     ("cyber-autoagent", "cyber", None, "staging credential", "target"),
     ("mem0", "mem0", None, "passport", "user_id"),
+    ("tenant-no-now", TENANT, None, "queue", "tenant"),  # no logical now given
 ]
 
 

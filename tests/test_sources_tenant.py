@@ -132,3 +132,127 @@ def test_the_clock_label_is_the_logical_now(evidence, tmp_path):
         assert source.clock_label() == "none given (logical time; pass --now N)"
     with open_source(copy_fixture(LANGGRAPH, tmp_path / "lg"), now="2026-11-30T12:00:00Z") as lg:
         assert lg.clock_label() is None
+
+
+def _cache_bytes(tmp_path) -> bytes:
+    folder = tmp_path / "cache" / "memtui" / "sources"
+    return b"".join(p.read_bytes() for p in sorted(folder.glob("tenant-evidence-*.db*")))
+
+
+def test_search_and_explain_work_without_now(evidence, monkeypatch):
+    """No --now: every record is live, and search (its cache's clock) still works."""
+    monkeypatch.delenv("MEMTUI_NOW", raising=False)
+    runner = CliRunner()
+    result = runner.invoke(main, ["search", str(evidence), "queue"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert "ev:acme/r-1" in result.output and "ev:acme/r-2" in result.output
+    explained = runner.invoke(
+        main, ["search", str(evidence), "queue", "--explain"], env={"COLUMNS": "200"}
+    )
+    assert explained.exit_code == 0, explained.output
+    assert "ev:acme/r-2" in explained.output and "no --now N was given" in explained.output
+    with open_source(evidence) as source:
+        response = source.search("payment queue")
+        assert [r.id for r in response.results] == ["ev:acme/r-2"]  # expiry 50: live
+        assert response.trace["now"] == "none given"
+
+
+@pytest.mark.parametrize("search_now", [[], ["--now", "10"]], ids=["no-now", "now"])
+def test_forget_without_now_after_a_search_purges_the_cache(
+    evidence, tmp_path, monkeypatch, search_now
+):
+    """A cache exists (built with or without a now): a forget without --now purges it."""
+    monkeypatch.delenv("MEMTUI_NOW", raising=False)
+    runner = CliRunner()
+    built = runner.invoke(main, ["search", str(evidence), "disk", *search_now])
+    assert built.exit_code == 0, built.output
+    assert CANARY.encode() in _cache_bytes(tmp_path)  # the cache holds globex's r-1
+    result = runner.invoke(
+        main,
+        [
+            "forget",
+            str(evidence),
+            "ev:globex/r-1",
+            "--reason",
+            "tenant offboarded",
+            "--allow-writes",
+            "--yes",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    assert CANARY.encode() not in _cache_bytes(tmp_path)
+    assert CANARY[3:].encode() not in _cache_bytes(tmp_path)
+    assert occurrences(evidence, CANARY) == {"word": 0, "tail": 0}
+    with open_source(evidence) as source:
+        events = source.audit_events()
+        assert [e["action"] for e in events] == ["forget", "forget-intent"]
+        assert events[1]["status"] == "completed"
+        assert events[0]["details"]["verified"] is True
+        assert events[0]["details"]["erasure"]["cache_gone"] is True
+        assert source.interrupted_forgets() == []
+        assert [r.id for r in source.search("disk").results] == ["ev:globex/r-2"]
+
+
+def _logical_store(path, rows):
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE evidence (tenant TEXT, record_id TEXT, revision INTEGER, kind TEXT, "
+        "body TEXT, source TEXT, expiry INTEGER, PRIMARY KEY (tenant, record_id))"
+    )
+    conn.executemany("INSERT INTO evidence VALUES ('t', ?, 1, 'working', ?, 'rb://1', ?)", rows)
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("now", "live"),
+    [
+        (1_699_999_999_999, {"a", "b", "c"}),
+        (1_700_000_000_000, {"a", "b"}),  # expiry == now: expired (strict)
+        (1_700_000_000_001, {"b"}),
+        (1_700_000_000_002, set()),
+    ],
+)
+def test_epoch_millisecond_logical_times_keep_the_strict_rule(tmp_path, now, live):
+    """Logical time may be epoch milliseconds: values a unit apart stay apart in the cache."""
+    path = _logical_store(
+        tmp_path / "ms.sqlite",
+        [
+            ("a", "alpha queue note", 1_700_000_000_001),
+            ("b", "beta queue note", 1_700_000_000_002),
+            ("c", "gamma queue note", 1_700_000_000_000),
+        ],
+    )
+    with open_source(path, now=now) as source:
+        assert {r.metadata["record_id"] for r in source.page().records} == live
+        response = source.search("queue note")
+        assert {r.id.split("/")[-1] for r in response.results} == live
+        assert response.trace["excluded"]["expired"] == 3 - len(live)
+
+
+FAR = 9_000_000_000_000_000_000  # near SQLite's largest integer, past datetime's years
+
+
+def test_far_logical_times_are_clamped_not_an_error(tmp_path):
+    path = _logical_store(
+        tmp_path / "far.sqlite",
+        [("a", "alpha queue note", FAR), ("b", "beta queue note", -FAR)],
+    )
+    for now in (None, 0, FAR, -FAR):
+        with open_source(path, now=now) as source:
+            assert source.search("queue note").trace["matched"] == 2
+
+
+def test_a_cache_built_with_the_older_time_mapping_is_rebuilt(evidence):
+    """The fingerprint names the mapping: a cache from the seconds mapping is not reused."""
+    from memtui.sources.foreign import ForeignSqliteSource
+
+    with open_source(evidence, now=50) as source:
+        source.search("queue")
+        old = ForeignSqliteSource.fingerprint(source) + "|now"  # the earlier fingerprint
+        source.index.current().set_meta({"source_fingerprint": old})
+        assert source.index_status()["ready"] is False
+        assert [r.id for r in source.search("queue").results] == ["ev:acme/r-1"]
+        assert source.index_status()["ready"] is True

@@ -36,14 +36,23 @@ from memtui.sources.foreign import ForeignSqliteSource
 
 ID_PREFIX = "ev"
 KINDS = ("working", "incident", "runbook")
-# Logical time t maps to BASE + t seconds in memtui's index cache, so that the
-# cache's native rule (live while expires_at > now) is exactly ``expiry > now``.
+# Logical time t maps to BASE + t microseconds in memtui's index cache (whose
+# timestamps keep microseconds), so that the cache's native rule (live while
+# expires_at > now) is exactly ``expiry > now``: distinct logical times stay
+# distinct instants from about -6.3e16 to 2.5e17 (epoch seconds, milliseconds and
+# microseconds all fit), and values beyond are clamped to datetime's years 1..9999.
 _BASE = datetime(2000, 1, 1, tzinfo=UTC)
-_SPAN = 60 * 60 * 24 * 365 * 7000  # stay inside datetime's years
+_LOWEST = datetime.min.replace(tzinfo=UTC)
+_HIGHEST = datetime.max.replace(tzinfo=UTC)
+_MIN_UNITS = (_LOWEST - _BASE) // timedelta(microseconds=1)
+_MAX_UNITS = (_HIGHEST - _BASE) // timedelta(microseconds=1)
+# The cache's expiry mapping; part of the fingerprint, so a cache built with another
+# mapping (an earlier memtui's) is rebuilt.
+_MAPPING = "logical-us"
 
 
 def _logical_instant(value: int) -> datetime:
-    return _BASE + timedelta(seconds=max(-_SPAN // 3, min(_SPAN, int(value))))
+    return _BASE + timedelta(microseconds=max(_MIN_UNITS, min(_MAX_UNITS, int(value))))
 
 
 def _ident(name: str) -> str:
@@ -97,7 +106,8 @@ class TenantEvidenceSource(ForeignSqliteSource):
         return f"{self.logical_now} (logical time)"
 
     def cache_now(self) -> datetime:
-        return _logical_instant(self.logical_now if self.logical_now is not None else -(10**12))
+        # No now given: the lowest instant (no record is expired then; see cache_expiry).
+        return _LOWEST if self.logical_now is None else _logical_instant(self.logical_now)
 
     def cache_expiry(self, record: SourceRecord) -> str | None:
         if self.logical_now is None or record.expires_at is None:
@@ -106,7 +116,8 @@ class TenantEvidenceSource(ForeignSqliteSource):
 
     def fingerprint(self) -> str:
         # The cache's expiry mapping depends on whether a logical now was given.
-        return super().fingerprint() + ("|now" if self.logical_now is not None else "|no-now")
+        given = "now" if self.logical_now is not None else "no-now"
+        return f"{super().fingerprint()}|{_MAPPING}|{given}"
 
     # -- reading
 
