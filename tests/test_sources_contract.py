@@ -338,3 +338,30 @@ def test_calls_from_many_threads_agree(case, store_path):
             outcomes = list(pool.map(work, range(32)))
         total = sum(f.count for f in source.facets(include_hidden=True))
         assert all(o == (expected_page, expected_search, total) for o in outcomes)
+
+
+def test_exclusions_are_counted_in_the_stores_own_words(case, store_path):
+    """Overall and in every lane: a store's hidden state replaces memtui's ``refuted``, and
+    a store with no refute concept (its only hidden state is expiry) reports no refuted."""
+    with opened(case, store_path, read_only=True) as source:
+        trace = source.search(case.query, embedder=case.embedder, limit=5).trace
+        hidden = source.hidden_state
+        words = {hidden, "expired", "out_of_scope"}
+        assert set(trace["excluded"]) == words
+        assert set(trace["excluded_by_lane"]) == {"keyword", "vector"}
+        for lane, counts in trace["excluded_by_lane"].items():
+            assert set(counts) == words, lane
+        if case.name != "native":
+            assert "refuted" not in json.dumps([trace["excluded"], trace["excluded_by_lane"]])
+
+
+def test_preferences_name_inactive_in_each_lane(tmp_path):
+    path = make_store(Case("preferences", "tone", None), tmp_path / "store")
+    with open_source(path) as source:
+        trace = source.search("tone").trace
+        assert trace["excluded"] == {"inactive": 1, "expired": 0, "out_of_scope": 0}
+        assert trace["excluded_by_lane"]["keyword"] == {
+            "inactive": 1,
+            "expired": 0,
+            "out_of_scope": 0,
+        }

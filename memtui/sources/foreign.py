@@ -375,10 +375,13 @@ class ForeignSqliteSource(MemorySource):
             trace["embedder"] = embedder.name  # type: ignore[union-attr]
             if trace.get("fallback"):
                 trace["fallback"] = trace["fallback"].replace(recorded["name"], embedder.name)  # type: ignore[index,union-attr]
-        excluded = dict(trace.get("excluded") or {})
-        if self.hidden_state in ("inactive", "deleted") and "refuted" in excluded:
-            excluded[self.hidden_state] = excluded.pop("refuted")
-        trace["excluded"] = excluded
+        trace["excluded"] = self.store_exclusions(trace.get("excluded") or {})
+        by_lane = trace.get("excluded_by_lane")
+        if isinstance(by_lane, dict):
+            trace["excluded_by_lane"] = {
+                lane: self.store_exclusions(counts) if isinstance(counts, dict) else counts
+                for lane, counts in by_lane.items()
+            }
         trace["now"] = self.now_label()
         trace["source"] = {
             "kind": self.kind,
@@ -399,6 +402,20 @@ class ForeignSqliteSource(MemorySource):
             return out
 
         return wrap_results(response, lambda key: id_map.get(key, f"?{key}"), adjust)
+
+    def store_exclusions(self, counts: Mapping[str, Any]) -> dict[str, Any]:
+        """Exclusion counts in the store's words: the cache's ``refuted`` is the store's
+        hidden state (``inactive``, ``deleted``); a store whose only hidden state is
+        ``expired`` has no refute concept, so it reports no ``refuted`` at all."""
+        out: dict[str, Any] = {}
+        for key, value in counts.items():
+            if key != "refuted":
+                out[key] = value
+            elif self.hidden_state not in ("expired", "refuted"):
+                out[self.hidden_state] = value
+            elif value:  # hidden rows in a store without a refute concept: never dropped
+                out[key] = value
+        return out
 
     def explain(self, query: str, record_id: str) -> dict[str, Any]:
         with self._index_lock:

@@ -3,7 +3,8 @@
 - Tier ``archival``: ``archival_passages`` (id ``archival:<passage id>``),
   scoped by ``archive`` (the archive's name) and ``tag`` (any of its tags).
   Soft-deleted passages (``is_deleted``) are ``deleted``: dimmed and left out
-  by default, and counted as an erasure gap (their text is still on file).
+  by default, and counted as an erasure gap (their text is still on file);
+  ``forget_gaps`` erases them all as ``forget`` erases one (audited, verified).
 - Tier ``core``: core memory ``block`` rows (id ``core:<block id>``), scoped by
   ``label`` (human, persona...); the detail pane shows ``block_history``, whose
   rows keep every earlier value of the block.
@@ -28,8 +29,10 @@ from memtui.sources.base import (
     SourceSummary,
     decode_id,
     encode_id,
+    require_reason,
 )
 from memtui.sources.cache import FilterSql
+from memtui.sources.foreign import Erasure, GapsOutcome
 from memtui.sources.union_view import UnionViewSource
 
 TIERS = ("archival", "core")
@@ -149,16 +152,14 @@ class LettaSource(UnionViewSource):
         base = super().summary()
         counts = dict(base.counts)
         notes = list(base.notes)
-        deleted = self.query(
-            "SELECT count(*) FROM archival_passages WHERE coalesce(is_deleted, 0) "
-            "AND coalesce(text, '') != ''"
-        )[0][0]
+        deleted = len(self.gap_ids())
         counts["soft_deleted_passages"] = deleted
         if deleted:
             notes.insert(
                 0,
                 f"erasure gap: {deleted} soft-deleted passage(s) still hold their text "
-                "(is_deleted only hides them)",
+                "(is_deleted only hides them); erase them with "
+                "`memtui forget-gaps PATH --allow-writes`",
             )
         if self.has_history():
             history = self.query("SELECT count(*) FROM block_history")[0][0]
@@ -374,3 +375,151 @@ class LettaSource(UnionViewSource):
             "probes": [body.encode("utf-8")] if body else [],
             "details": {"tag_rows_removed": tags},
         }
+
+    # -- forget the erasure gap
+
+    def _soft_deleted(self) -> list[str]:
+        return [
+            r[0]
+            for r in self.query(
+                "SELECT id FROM archival_passages WHERE coalesce(is_deleted, 0) ORDER BY id"
+            )
+        ]
+
+    def gap_ids(self) -> list[str]:
+        """Record ids of the soft-deleted passages: hidden by Letta, still on file."""
+        return [encode_id("archival", pid) for pid in self._soft_deleted()]
+
+    def _tag_rows(self, passage_ids: list[str]) -> int:
+        if "passage_tags" not in self.columns or not passage_ids:
+            return 0
+        total = 0
+        for start in range(0, len(passage_ids), 500):
+            chunk = passage_ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            total += self.query(
+                f"SELECT count(*) FROM passage_tags WHERE passage_id IN ({marks})", chunk
+            )[0][0]
+        return total
+
+    def forget_gaps_preview(self) -> dict[str, Any]:
+        pids = self._soft_deleted()
+        ids = [encode_id("archival", pid) for pid in pids]
+        tags = self._tag_rows(pids)
+        return {
+            "records": ids,
+            "rule": (
+                "every soft-deleted passage (Letta's is_deleted) is deleted with its tag rows, "
+                "as forget deletes one; freed pages purged (VACUUM)"
+            ),
+            "counts": {"passages": len(ids), "tag_rows": tags},
+            "nothing": "no erasure gap: no soft-deleted passage is left on file",
+            "question": (
+                f"Delete the {len(ids)} soft-deleted passage(s) (text, embedding and "
+                f"{tags} tag row(s)) and purge the freed pages? This cannot be undone"
+            ),
+        }
+
+    def forget_gaps(self, *, reason: str, operator: str | None = None) -> GapsOutcome:
+        """Hard-delete every passage Letta soft-deleted, with its tags (audited, verified)."""
+        self._require_writable()
+        require_reason(reason)
+        preview = self.forget_gaps_preview()
+        ids = list(preview["records"])
+        if not ids:
+            raise SourceError("no erasure gap: no soft-deleted passage to clear")
+        pids = self._soft_deleted()
+
+        def erase() -> Erasure:
+            conn = self._conn
+            conn.execute("PRAGMA secure_delete = ON")
+            texts: list[str] = []
+            vectors: list[bytes] = []
+            gone: list[str] = []
+            tags = 0
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for pid in pids:
+                    # Only the planned passages, and only while they are still soft-deleted.
+                    row = conn.execute(
+                        "SELECT text, embedding, embedding_config FROM archival_passages "
+                        "WHERE id = ? AND coalesce(is_deleted, 0)",
+                        (pid,),
+                    ).fetchone()
+                    if row is None:
+                        continue
+                    if row[0]:
+                        texts.append(str(row[0]))
+                    config = _json(row[2])
+                    dim = config.get("embedding_dim") if isinstance(config, dict) else None
+                    if isinstance(row[1], bytes) and isinstance(dim, int) and dim >= 4:
+                        vectors.append(bytes(row[1][: dim * 4]))
+                    if "passage_tags" in self.columns:
+                        tags += conn.execute(
+                            "DELETE FROM passage_tags WHERE passage_id = ?", (pid,)
+                        ).rowcount
+                    if conn.execute("DELETE FROM archival_passages WHERE id = ?", (pid,)).rowcount:
+                        gone.append(encode_id("archival", pid))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            checks = {
+                "rows_gone": not any(
+                    conn.execute("SELECT 1 FROM archival_passages WHERE id = ?", (pid,)).fetchone()
+                    for pid in pids
+                )
+            }
+            if "passage_tags" in self.columns:
+                checks["tags_gone"] = not any(
+                    conn.execute(
+                        "SELECT 1 FROM passage_tags WHERE passage_id = ?", (pid,)
+                    ).fetchone()
+                    for pid in pids
+                )
+            # A text or vector another passage also holds is not probed: its bytes stay.
+            probes = [
+                t.encode("utf-8")
+                for t in texts
+                if not conn.execute(
+                    "SELECT 1 FROM archival_passages WHERE instr(text, ?) > 0", (t,)
+                ).fetchone()
+            ] + [
+                v
+                for v in vectors
+                if any(v)
+                and not conn.execute(
+                    "SELECT 1 FROM archival_passages WHERE instr(embedding, ?) > 0", (v,)
+                ).fetchone()
+            ]
+            file_checks, details = self._purge_file(probes)
+            checks.update(file_checks)
+            return Erasure(
+                checks=checks,
+                details={"passages_removed": len(gone), "tag_rows_removed": tags, **details},
+                removed=gone,
+            )
+
+        intent, event, done = self._audited_erasure(
+            ids=ids,
+            tier="archival",
+            record_type="passage",
+            reason=reason,
+            operator=operator,
+            plan={"rule": preview["rule"], "plan": preview["counts"]},
+            erase=erase,
+            failure="forget-gaps failed, nothing was changed",
+            operation="forget-gaps",
+        )
+        return GapsOutcome(
+            record_ids=tuple(ids),
+            done=(
+                f"deleted {done.details['passages_removed']} soft-deleted passage(s) and "
+                f"{done.details['tag_rows_removed']} tag row(s)"
+            ),
+            event_id=event,
+            intent_event_id=intent,
+            verified=done.verified,
+            checks=done.checks,
+            problem=done.problem,
+        )
