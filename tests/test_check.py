@@ -505,3 +505,41 @@ def test_other_commands_name_an_error_text_that_is_not_utf8_in_one_line(sample_d
         f"Error: {sample_db} is not a usable SQLite database: malformed database schema "
         '(audit_events_no_delete) - near "B\\xd9GIN": syntax error'
     )
+
+
+def test_a_truncated_file_is_named_by_every_check_run(sample_db, tmp_path):
+    """A read-only check can leave an empty -wal behind: that holds no pages, so the
+    next check still compares the file with its header and names the truncation."""
+    data = sample_db.read_bytes()
+    cut = tmp_path / "cut.db"
+    cut.write_bytes(data[: len(data) // 3])
+    runner = CliRunner()
+    for _ in range(2):
+        result = runner.invoke(main, ["check", str(cut)])
+        assert result.exit_code == 1
+        assert "problem: size: the file is truncated" in result.output, result.output
+    wal = tmp_path / "cut.db-wal"
+    assert wal.exists() and wal.stat().st_size <= 32  # what the first check left
+    wal.write_bytes(b"")
+    assert problems(cut)[0][0] == "size"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "what"),
+    [
+        ("langgraph_store.sqlite", "a LangGraph SqliteStore"),
+        ("letta_0_11.sqlite", "a Letta 0.11 SQLite database"),
+        ("tenant_evidence.sqlite", "a tenant evidence store"),
+        ("preferences.sqlite", "an explicit-preference store"),
+    ],
+)
+def test_a_store_memtui_recognizes_is_named_in_one_line(fixture, what, tmp_path):
+    from fixtures.sources_support import FIXTURES, copy_fixture
+
+    path = copy_fixture(FIXTURES / fixture, tmp_path)
+    result = CliRunner().invoke(main, ["check", str(path)])
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"problem: schema: {what}, not a memtui database: memtui check covers memtui "
+        f"databases; `memtui info {path}` describes this store"
+    ]

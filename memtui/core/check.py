@@ -174,7 +174,7 @@ def check_database(path: str | Path, *, audit_head: AuditHead | str | None = Non
         page_size = int.from_bytes(head[16:18], "big")
         page_size = 65536 if page_size == 1 else page_size
         pages = int.from_bytes(head[28:32], "big")
-        if pages and size < pages * page_size and not Path(f"{path}-wal").exists():
+        if pages and size < pages * page_size and not _wal_has_frames(path):
             problem(
                 "size",
                 f"the file is truncated: {size} bytes, but its header promises "
@@ -193,6 +193,56 @@ def check_database(path: str | Path, *, audit_head: AuditHead | str | None = Non
     if free_pages:
         checker.guarded("free-pages", lambda: _note_free_pages(checker, free_pages[0], page_size))
     return checker.report
+
+
+#: a WAL file's header; frames (pages not yet checkpointed into the file) follow it
+WAL_HEADER_BYTES = 32
+
+
+def _wal_has_frames(path: Path) -> bool:
+    """Whether the WAL beside ``path`` holds frames (pages that may lengthen the file).
+
+    An empty WAL, or one with only its header, adds nothing: a read-only open (this
+    check's own) can leave an empty one behind.
+    """
+    try:
+        return Path(f"{path}-wal").stat().st_size > WAL_HEADER_BYTES
+    except OSError:
+        return False
+
+
+#: what the file is, for a store memtui recognizes that is not a memtui database
+FOREIGN_KINDS = {
+    "langgraph": "a LangGraph SqliteStore",
+    "preferences": "an explicit-preference store",
+    "letta": "a Letta 0.11 SQLite database",
+    "tenant-evidence": "a tenant evidence store",
+}
+
+
+def _foreign_store(path: Path) -> str | None:
+    """What a store memtui recognizes (``memtui.sources``) but did not write is, in words;
+    None for a memtui database or a file no source recognizes."""
+    try:
+        # Imported on use: memtui.sources builds on the core (never on this module).
+        from memtui.sources.detect import recognize
+
+        kind = recognize(path)[0]
+    except Exception:  # not recognized (or unreadable): the schema check says the rest
+        return None
+    if kind == "memtui":
+        return None
+    if kind == "qdrant":
+        return (
+            "a Qdrant collection's storage.sqlite, not a memtui database: memtui check "
+            "covers memtui databases; `memtui info FOLDER` on the Qdrant local folder "
+            "holding it describes this store"
+        )
+    what = FOREIGN_KINDS.get(kind, f"a {kind} store")
+    return (
+        f"{what}, not a memtui database: memtui check covers memtui databases; "
+        f"`memtui info {path}` describes this store"
+    )
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
@@ -249,6 +299,11 @@ def _run_checks(
         if version == SCHEMA_VERSION:
             checker.passed("schema")
             return
+        foreign = _foreign_store(checker.path)
+        if foreign is not None:
+            state["foreign"] = True
+            checker.problem("schema", foreign)
+            return
         if version == 0:
             tables = [str(r[0]) for r in query("SELECT name FROM sqlite_master WHERE type='table'")]
             shown = ", ".join(tables[:12]) + (" ..." if len(tables) > 12 else "")
@@ -276,7 +331,7 @@ def _run_checks(
     version = state.get("version")
     if not isinstance(version, int) or not 1 <= version <= SCHEMA_VERSION:
         # Not a schema this memtui knows: its tables may mean something else.
-        if version is not None:
+        if version is not None and not state.get("foreign"):
             checker.note("schema", "the memtui checks were skipped for this schema")
         return
 
