@@ -1074,3 +1074,29 @@ async def test_the_end_of_the_weight_range_says_so_once(store: MemoryStore):
         await settle(pilot)
         notes = [n for n in app._notifications if "end of their range" in n.message]
         assert len(notes) == 1
+
+
+async def test_plus_shows_more_results_and_a_new_query_starts_at_the_first_page(
+    store: MemoryStore,
+):
+    from memtui.tui.search_view import RESULT_LIMIT
+
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await run_query(pilot, "items api injection")
+        pane = app.query_one(SearchPane)
+        first = [r.id for r in pane.response.results]
+        assert len(first) == RESULT_LIMIT and pane.response.trace["truncated"]
+        results = app.query_one(ResultList)
+        assert app.focused is results
+        results.highlighted = 3
+        kept = results.current_id()
+        await pilot.press("plus")
+        await settle(pilot)
+        more = [r.id for r in pane.response.results]
+        assert more[:RESULT_LIMIT] == first and len(more) > RESULT_LIMIT
+        assert results.current_id() == kept  # the place is kept
+        assert f"{len(more)} of" in screen_text(app) or not pane.response.trace["truncated"]
+        await run_query(pilot, "sql injection")
+        assert len(pane.response.results) <= RESULT_LIMIT

@@ -536,7 +536,7 @@ def forget_gaps(
     operator: str | None,
 ) -> None:
     """Clear what a store's own deletes left behind (mem0: deleted memories' history;
-    LangGraph: orphaned vectors of deleted items).
+    LangGraph: orphaned vectors of deleted items; Letta: soft-deleted passages).
 
     mem0's delete removes the point but keeps the memory's text in history.db
     (the DELETE row's old_memory, the ADD and UPDATE rows). This clears that
@@ -555,7 +555,8 @@ def forget_gaps(
         clear = getattr(source, "forget_gaps", None)
         if clear is None:
             raise click.ClickException(
-                "forget-gaps clears what mem0's and LangGraph's own deletes leave behind; "
+                "forget-gaps clears what mem0's, LangGraph's and Letta's own deletes leave "
+                "behind; "
                 f"{source.kind_label} has no such gap for memtui to clear"
             )
         source.require("forget", "forget-gaps")

@@ -255,6 +255,13 @@ class SearchPane(Pane):
             tooltip="Restore the default weights",
         ),
         Binding(
+            "plus",
+            "more_results",
+            "More",
+            key_display="+",
+            tooltip=f"Show {RESULT_LIMIT} more results (the search runs again with a higher limit)",
+        ),
+        Binding(
             "escape",
             "stop_search",
             "Stop search",
@@ -266,6 +273,8 @@ class SearchPane(Pane):
         super().__init__(**kwargs)
         self.keyword_tenths = DEFAULT_KEYWORD_TENTHS
         self.query_text = ""
+        self.result_limit = RESULT_LIMIT
+        """How many results the search asks for: ``+`` raises it, a new query resets it."""
         self.filters: dict[str, str] = {}
         self.base: SearchResponse | None = None
         self.response: SearchResponse | None = None
@@ -450,6 +459,8 @@ class SearchPane(Pane):
         self.run_search(text)
 
     def run_search(self, text: str, *, keep_place: bool = False) -> None:
+        if text != self.query_text:
+            self.result_limit = RESULT_LIMIT
         self.status_error = None
         self.query_text = text
         self.results_stale = False
@@ -513,7 +524,7 @@ class SearchPane(Pane):
             response = source.search(
                 text,
                 embedder=self.memtui.embedder,
-                limit=RESULT_LIMIT,
+                limit=self.result_limit,
                 filters=filters,
                 progress=reporter(KEYWORD_INDEX),
                 cancelled=lambda: worker.is_cancelled,
@@ -615,7 +626,17 @@ class SearchPane(Pane):
             return True if self.base is not None else None
         if action == "stop_search":
             return self.searching  # escape means nothing here otherwise
+        if action == "more_results":  # shown (dimmed) once a search has left results out
+            if self.base is None:
+                return None
+            return True if self.base.trace.get("truncated") and not self.searching else None
         return True
+
+    def action_more_results(self) -> None:
+        if self.base is None or not self.base.trace.get("truncated") or self.searching:
+            return
+        self.result_limit += RESULT_LIMIT
+        self.run_search(self.query_text, keep_place=True)
 
     def action_shift_weight(self, tenths: int) -> None:
         if self.base is None:
