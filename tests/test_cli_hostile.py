@@ -142,6 +142,24 @@ def test_records_shows_every_escape_and_markup_as_text(cli, hostile_db):
     assert "[bold red]x[/] MARKUP" in out and "[link=https://x.example]y[/link]" in out
 
 
+def test_records_in_a_narrow_terminal_lists_each_record_with_its_content(
+    cli, hostile_db, monkeypatch
+):
+    """Below 110 columns a record is a line of fields and its content below it: the
+    content is never squeezed out, and hostile text stays inert there too."""
+    monkeypatch.setenv("COLUMNS", "80")
+    out = cli("records", hostile_db).output
+    lines = out.splitlines()
+    assert all(len(line) <= 80 for line in lines)
+    assert lines[0].startswith("12 records")
+    assert "#1 · episodic observation" in out
+    assert "[bold red]x[/] MARKUP" in out
+    assert escape_controls(HOSTILE["clear"]) in out.replace("\n", "")
+    with MemoryStore(hostile_db) as store:
+        for record in store.fetch():
+            assert f"#{record.id} · {record.tier} {record.record_type}" in out
+
+
 def test_search_explain_shows_hostile_results_and_query_as_text(cli, hostile_db):
     out = cli("search", hostile_db, "marker", "--explain", "--limit", "20").output
     assert_visible(out, *(f"{value} marker" for value in HOSTILE.values()))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -49,7 +50,67 @@ def _scope_text(record: SourceRecord) -> str:
     return " ".join(parts)
 
 
+NARROW_RECORDS = 110
+"""Below this many columns ``records`` prints each record on its own lines instead of
+a table (a table of eight fields leaves no room for the content at 80)."""
+
+
+def _record_fields(source: MemorySource, record: SourceRecord) -> list[str]:
+    """The fields of one record for the narrow listing, empty ones left out."""
+    if source.kind == "memtui":
+        meta = record.metadata
+        evidence = " ".join(
+            part
+            for part in (
+                str(meta.get("evidence_grade") or ""),
+                f"{meta.get('total_successes', 0)}/{meta.get('total_attempts', 0)}"
+                if "total_attempts" in meta
+                else "",
+            )
+            if part
+        )
+        fields = [
+            f"{record.tier} {record.record_type}",
+            str(record.scope.get("tool_name") or ""),
+            evidence,
+            short_time(record.created_at),
+        ]
+    else:
+        fields = [
+            f"{record.tier} {record.record_type}",
+            _scope_text(record),
+            str(record.created_at or ""),
+            "" if record.expires_at is None else f"expires {record.expires_at}",
+            source.notes(record),
+        ]
+    return [field for field in [*fields, record.state] if field]
+
+
+def _print_record_lines(source: MemorySource, found: list[SourceRecord], width: int) -> None:
+    """``records`` in a narrow terminal: a line of fields, then the content indented."""
+    out = console()
+    out.print(safe_text(f"{len(found)} records · {source.label}", style="bold"))
+    indent = 4
+    for record in found:
+        style = "dim" if record.state != "live" else None
+        head = safe_text(_record_label(record.id), limit=60, style="bold")
+        for field in _record_fields(source, record):
+            head.append(" · ", style="dim")
+            head.append_text(one_line(field, 60))
+        head.stylize(style or "")
+        out.print(head, overflow="fold")
+        body = one_line(record.content, 2 * (width - indent) - 1)
+        body.stylize(style or "")
+        out.print(Padding(body, (0, 0, 0, indent)))
+    if source.kind != "memtui":
+        out.print(safe_text(source.expiry_rule, style="dim"))
+
+
 def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
+    width = console().width
+    if width < NARROW_RECORDS:
+        _print_record_lines(source, found, width)
+        return
     table = Table(title=f"{len(found)} records · {source.label}", title_justify="left")
     native = source.kind == "memtui"
     if native:
