@@ -88,6 +88,21 @@ class GapsOutcome:
     checks: dict[str, bool]
     problem: str | None = None
 
+    @classmethod
+    def of(
+        cls, ids: list[str], done: str, intent: int, event: int, erasure: Erasure
+    ) -> GapsOutcome:
+        """The outcome of one ``_audited_erasure`` of gaps, in the store's words."""
+        return cls(
+            record_ids=tuple(ids),
+            done=done,
+            event_id=event,
+            intent_event_id=intent,
+            verified=erasure.verified,
+            checks=erasure.checks,
+            problem=erasure.problem,
+        )
+
 
 def _system_clock() -> datetime:
     return datetime.now(UTC)

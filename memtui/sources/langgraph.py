@@ -582,15 +582,13 @@ class LangGraphSource(ForeignSqliteSource):
             failure="forget-gaps failed, nothing was changed",
             operation="forget-gaps",
         )
-        return GapsOutcome(
-            record_ids=tuple(ids),
-            done=(
+        return GapsOutcome.of(
+            ids,
+            (
                 f"deleted {done.details['vectors_removed']} orphaned vector(s) of {len(ids)} "
                 "deleted item(s)"
             ),
-            event_id=event,
-            intent_event_id=intent,
-            verified=done.verified,
-            checks=done.checks,
-            problem=done.problem,
+            intent,
+            event,
+            done,
         )

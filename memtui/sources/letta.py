@@ -511,15 +511,13 @@ class LettaSource(UnionViewSource):
             failure="forget-gaps failed, nothing was changed",
             operation="forget-gaps",
         )
-        return GapsOutcome(
-            record_ids=tuple(ids),
-            done=(
+        return GapsOutcome.of(
+            ids,
+            (
                 f"deleted {done.details['passages_removed']} soft-deleted passage(s) and "
                 f"{done.details['tag_rows_removed']} tag row(s)"
             ),
-            event_id=event,
-            intent_event_id=intent,
-            verified=done.verified,
-            checks=done.checks,
-            problem=done.problem,
+            intent,
+            event,
+            done,
         )

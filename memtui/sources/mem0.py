@@ -660,17 +660,15 @@ class Mem0Source(QdrantSource):
                 failure="forget-gaps failed",
                 operation="forget-gaps",
             )
-        return GapsOutcome(
-            record_ids=tuple(ids),
-            done=(
+        return GapsOutcome.of(
+            ids,
+            (
                 f"cleared the text of {len(ids)} deleted memories "
                 f"({done.details['history_rows_cleared']} history rows)"
             ),
-            event_id=event,
-            intent_event_id=intent,
-            verified=done.verified,
-            checks=done.checks,
-            problem=done.problem,
+            intent,
+            event,
+            done,
         )
 
     def close(self) -> None:
