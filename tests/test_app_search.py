@@ -1098,5 +1098,9 @@ async def test_plus_shows_more_results_and_a_new_query_starts_at_the_first_page(
         assert more[:RESULT_LIMIT] == first and len(more) > RESULT_LIMIT
         assert results.current_id() == kept  # the place is kept
         assert f"{len(more)} of" in screen_text(app) or not pane.response.trace["truncated"]
+        assert "+ More" in screen_text(app).splitlines()[-1] or len(more) < 2 * RESULT_LIMIT
         await run_query(pilot, "sql injection")
         assert len(pane.response.results) <= RESULT_LIMIT
+        await run_query(pilot, "commix")  # every result shown: the key is not offered
+        assert not pane.response.trace["truncated"]
+        assert "+ More" not in screen_text(app).splitlines()[-1]

@@ -626,10 +626,10 @@ class SearchPane(Pane):
             return True if self.base is not None else None
         if action == "stop_search":
             return self.searching  # escape means nothing here otherwise
-        if action == "more_results":  # shown (dimmed) once a search has left results out
-            if self.base is None:
-                return None
-            return True if self.base.trace.get("truncated") and not self.searching else None
+        if action == "more_results":  # only when the search left results out
+            if self.base is None or not self.base.trace.get("truncated"):
+                return False
+            return None if self.searching else True
         return True
 
     def action_more_results(self) -> None:
