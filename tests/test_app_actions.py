@@ -46,6 +46,16 @@ async def select_scope(pilot, kind: str, tier: str, value: str) -> None:
     await pilot.pause()
 
 
+async def open_forget_engagement(pilot, tier: str, engagement: str) -> None:
+    """Highlight an engagement in the tree and press F (its dialog opens)."""
+    tree = pilot.app.query_one(ScopeTree)
+    tree.focus()
+    tree.move_cursor(tree.find("engagement", tier, engagement))
+    await settle(pilot)
+    await pilot.press("F")
+    await settle(pilot)
+
+
 async def type_text(pilot, text: str) -> None:
     for char in text:
         await pilot.press("space" if char == " " else char)
@@ -318,11 +328,7 @@ async def test_forget_engagement_needs_the_exact_name(store: MemoryStore):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
-        tree.focus()
-        tree.move_cursor(tree.find("engagement", "episodic", "vandelay-soap"))
-        await settle(pilot)
-        await pilot.press("F")
-        await settle(pilot)
+        await open_forget_engagement(pilot, "episodic", "vandelay-soap")
         dialog = app.screen
         assert isinstance(dialog, ForgetEngagementDialog)
         text = screen_text(app)
@@ -378,12 +384,7 @@ async def test_forget_engagement_says_when_erasure_is_not_verified(
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        tree = app.query_one(ScopeTree)
-        tree.focus()
-        tree.move_cursor(tree.find("engagement", "episodic", "vandelay-soap"))
-        await settle(pilot)
-        await pilot.press("F")
-        await settle(pilot)
+        await open_forget_engagement(pilot, "episodic", "vandelay-soap")
         await type_text(pilot, "engagement closed")
         dialog = app.screen
         dialog.query_one("#confirm-name", Input).value = "vandelay-soap"
@@ -411,12 +412,7 @@ async def test_forget_engagement_cancel_changes_nothing(store: MemoryStore):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        tree = app.query_one(ScopeTree)
-        tree.focus()
-        tree.move_cursor(tree.find("engagement", "working", "globex-retest"))
-        await settle(pilot)
-        await pilot.press("F")
-        await settle(pilot)
+        await open_forget_engagement(pilot, "working", "globex-retest")
         await type_text(pilot, "closing")
         await pilot.press("enter")
         await type_text(pilot, "globex-retest")

@@ -197,15 +197,21 @@ async def test_t_toggles_refuted_and_expired_records(store: MemoryStore):
         assert "refuted and expired records hidden" in notifications(app)
 
 
+async def show_tier(pilot, tier: str) -> RecordTable:
+    """Select a tier in the tree; its table, focused, once its records are listed."""
+    tree = pilot.app.query_one(ScopeTree)
+    tree.move_cursor(tree.find("tier", tier, tier))
+    await settle(pilot)
+    table = pilot.app.query_one(RecordTable)
+    table.focus()
+    return table
+
+
 async def test_t_keeps_the_highlighted_record(store: MemoryStore):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        tree = app.query_one(ScopeTree)
-        table = app.query_one(RecordTable)
-        tree.move_cursor(tree.find("tier", "longterm", "longterm"))
-        await settle(pilot)
-        table.focus()
+        table = await show_tier(pilot, "longterm")
         await pilot.press("end")
         await settle(pilot)
         last = app.current_record_id()
@@ -646,10 +652,7 @@ async def test_a_tool_name_longer_than_its_column_shows_its_cut(store: MemorySto
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        tree = app.query_one(ScopeTree)
-        table = app.query_one(RecordTable)
-        tree.move_cursor(tree.find("tier", "longterm", "longterm"))
-        await settle(pilot)
+        table = await show_tier(pilot, "longterm")
         row = next(i for i, r in enumerate(table.records) if r.scope["tool_name"] == "xxeinjector")
         cell = table.get_row_at(row)[column_labels(table).index("tool")].plain
         assert "…" in cell and cell.startswith("xxe") and cell.endswith("or")

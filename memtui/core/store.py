@@ -251,8 +251,12 @@ def empty_database_problem(path: Path) -> str | None:
     such a file instead of quietly making a new database there; ``memtui ingest``
     is the one that makes one."""
     try:
-        if path.stat().st_size == 0:
+        with path.open("rb") as handle:
+            header = handle.read(100)
+        if not header:
             what = "empty (0 bytes)"
+        elif header[:16] == SQLITE_MAGIC and len(header) == 100 and any(header[60:64]):
+            return None  # a user_version is set (memtui's schema): no need to open it
         else:
             probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
             try:
