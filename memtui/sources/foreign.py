@@ -512,7 +512,7 @@ class ForeignSqliteSource(MemorySource):
         require_reason(reason)
         record = self.get(record_id)
         if record is None:
-            raise SourceError(f"no record with id {record_id}")
+            raise SourceError(self.missing_record_message(record_id))
         preview = self.forget_preview(record_id)
 
         def erase() -> Erasure:
@@ -670,6 +670,52 @@ class ForeignSqliteSource(MemorySource):
             else:
                 details["bytes_check"] = f"skipped: the file is over {BYTE_CHECK_LIMIT} bytes"
         return checks, details
+
+    def _removed_by_interrupted(self) -> dict[str, dict[str, Any]]:
+        """Each record an interrupted forget removed from the store (it named the record,
+        which is gone now), with that forget's intent event."""
+        out: dict[str, dict[str, Any]] = {}
+        for intent in reversed(self.interrupted_forgets()):  # oldest first: the newest wins
+            for record_id in (str(i) for i in intent["record_ids"]):
+                try:
+                    gone = self.get(record_id) is None
+                except SourceError:  # not an id of this store: nothing of it to purge
+                    continue
+                if gone:
+                    out[record_id] = intent
+        return out
+
+    def recover_interrupted_forgets(self) -> None:
+        """Purge memtui's cached copy of every record an interrupted forget removed.
+
+        A kill after the store's change and before the outcome event leaves the
+        record's text in the cached index, which only a search would rebuild; every
+        open (``records``, ``info``, the app) purges it, by the native erasure.
+        """
+        if not self.index.path.exists() or not self.audit.path.exists():
+            return
+        removed = self._removed_by_interrupted()
+        if not removed:
+            return
+        with self._index_lock:
+            cache = self.index.current()
+            if cache is None:
+                return
+            try:
+                for record_id, intent in removed.items():
+                    cache.purge(record_id, reason=intent["reason"], operator=intent["operator"])
+            except Exception:  # a cache that cannot be purged must not serve the text
+                self.index.discard()
+
+    def missing_record_message(self, record_id: str) -> str:
+        intent = self._removed_by_interrupted().get(record_id)
+        if intent is None:
+            return super().missing_record_message(record_id)
+        return (
+            f"{record_id} is already forgotten: the forget of audit event #{intent['id']} "
+            "(forget-intent) removed it from the store and was interrupted before its outcome "
+            "event; memtui's cached copy is purged (`memtui audit` shows the event)"
+        )
 
     def _purge_cache(
         self,
