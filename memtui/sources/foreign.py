@@ -708,7 +708,14 @@ class ForeignSqliteSource(MemorySource):
                 self.index.discard()
 
     def missing_record_message(self, record_id: str) -> str:
-        intent = self._removed_by_interrupted().get(record_id)
+        intent = next(
+            (
+                e
+                for e in self.interrupted_forgets()  # newest first
+                if record_id in [str(i) for i in e["record_ids"]]
+            ),
+            None,
+        )
         if intent is None:
             return super().missing_record_message(record_id)
         return (
