@@ -303,6 +303,53 @@ def test_forget_erases_row_vectors_and_freed_pages(vectors, tmp_path):
     assert audit.exists() and CANARY not in file_bytes(audit).decode("latin-1")
 
 
+def add_twin(path, key, twin):
+    """A second item whose value and field vector are byte-identical to ``key``'s (a
+    deterministic embedder gives equal text equal vectors)."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "INSERT INTO store (prefix, key, value, created_at, updated_at) "
+        "SELECT prefix, ?, value, created_at, updated_at FROM store WHERE key = ?",
+        (twin, key),
+    )
+    conn.execute(
+        "INSERT INTO store_vectors (prefix, key, field_name, embedding) "
+        "SELECT prefix, ?, field_name, embedding FROM store_vectors WHERE key = ?",
+        (twin, key),
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_forget_is_verified_when_a_live_item_holds_the_same_bytes(vectors):
+    add_twin(vectors, "canary", "canary-twin")
+    target, twin = "lg:memories.user-1/canary", "lg:memories.user-1/canary-twin"
+    result = CliRunner().invoke(
+        main, ["forget", str(vectors), target, "--reason", "leaked", "--allow-writes", "--yes"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "erasure verified" in result.output
+    with open_source(vectors, now=NOW) as source:
+        assert source.get(target) is None
+        kept = source.get(twin)
+        assert kept is not None and CANARY in kept.content
+        assert source.audit_events()[0]["details"]["erasure"]["bytes_gone"] is True
+    assert occurrences(vectors, CANARY)["word"] == 1  # the twin's own copy, no other
+
+
+def test_a_copy_beyond_what_the_live_items_account_for_is_not_verified(vectors):
+    add_twin(vectors, "canary", "canary-twin")
+    conn = sqlite3.connect(vectors)
+    conn.execute("CREATE TABLE notes (body BLOB)")  # a copy outside the store's items
+    conn.execute("INSERT INTO notes SELECT value FROM store WHERE key = 'canary'")
+    conn.commit()
+    conn.close()
+    with open_source(vectors, now=NOW, allow_writes=True) as source:
+        outcome = source.forget("lg:memories.user-1/canary", reason="leaked")
+    assert not outcome.verified and outcome.checks["bytes_gone"] is False
+    assert outcome.checks["row_gone"] and outcome.checks["vectors_gone"]
+
+
 def test_without_secure_delete_the_word_would_survive(vectors):
     """The byte check can fail: LangGraph's own delete leaves the value in free space."""
     conn = sqlite3.connect(vectors)

@@ -99,6 +99,25 @@ def test_forget_hard_deletes_one_passage_and_its_tags(letta):
     assert rows == (0,)
 
 
+def test_forget_is_verified_when_a_live_passage_holds_the_same_text(letta):
+    conn = sqlite3.connect(letta)
+    conn.execute("UPDATE archival_passages SET is_deleted = 0 WHERE id LIKE '%4'")
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(archival_passages)")]
+    copied = ", ".join("'passage-twin'" if c == "id" else f'"{c}"' for c in columns)
+    conn.execute(
+        f"INSERT INTO archival_passages SELECT {copied} FROM archival_passages WHERE id LIKE '%4'"
+    )
+    conn.commit()
+    conn.close()
+    assert occurrences(letta, CANARY)["word"] == 2
+    with open_source(letta, allow_writes=True) as source:
+        outcome = source.forget(P + "4", reason="secret hint")
+        assert outcome.verified, outcome.problem
+        assert source.get(P + "4") is None
+        assert CANARY in source.get("archival:passage-twin").content
+    assert occurrences(letta, CANARY)["word"] == 1
+
+
 def test_each_lane_names_soft_deleted_passages_deleted(letta):
     with open_source(letta) as source:
         trace = source.search("staging password").trace

@@ -233,6 +233,43 @@ def test_forget_deletes_the_point_and_clears_every_history_row(mem0):
         assert source.summary().counts["deleted_with_text"] == 2
 
 
+def add_twin_memory(folder: Path, memory_id: str, twin: str) -> None:
+    """Another memory with the same text, history and vector (what mem0 writes when the
+    same fact is added for a second user)."""
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(folder))
+    try:
+        (point,) = client.retrieve("mem0", [memory_id], with_payload=True, with_vectors=True)
+        payload = {**point.payload, "user_id": "bob"}
+        client.upsert("mem0", [models.PointStruct(id=twin, vector=point.vector, payload=payload)])
+    finally:
+        client.close()
+    conn = sqlite3.connect(history_of(folder))
+    conn.execute(
+        "INSERT INTO history (id, memory_id, old_memory, new_memory, event, created_at, "
+        "updated_at, is_deleted, actor_id, role) SELECT id || '-twin', ?, old_memory, "
+        "new_memory, event, created_at, updated_at, is_deleted, actor_id, role FROM history "
+        "WHERE memory_id = ?",
+        (twin, memory_id),
+    )
+    conn.commit()
+    conn.close()
+
+
+def test_forget_is_verified_when_a_live_memory_holds_the_same_text(mem0):
+    twin = "00000000-0000-4000-8000-000000000099"
+    add_twin_memory(mem0, MEM0_IDS["passport"][3:], twin)
+    with open_source(mem0, clock=fixed_clock, allow_writes=True) as source:
+        outcome = source.forget(MEM0_IDS["passport"], reason="user request", operator="ana")
+        assert outcome.verified, outcome.problem
+        assert outcome.checks["storage.sqlite_bytes_gone"] is True
+        assert outcome.checks["history.db_bytes_gone"] is True
+        assert source.get(MEM0_IDS["passport"]) is None
+        assert "qwphlumbix" in source.get(f"qd:{twin}").content
+    assert b"zqxjvortex" in history_of(mem0).read_bytes()  # the twin's own history
+
+
 def test_forget_of_a_deleted_memory_clears_what_mem0_left(mem0):
     with open_source(mem0, clock=fixed_clock, allow_writes=True) as source:
         preview = source.forget_preview(MEM0_IDS["berlin"])

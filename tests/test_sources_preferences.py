@@ -116,6 +116,22 @@ def test_forget_applies_the_stores_rule_in_one_transaction(prefs):
     assert rows(prefs, "SELECT count(*) FROM assistant_work WHERE result LIKE ?", (f"%{CANARY2}%",))
 
 
+def test_forget_is_verified_when_another_session_holds_the_same_value(prefs):
+    conn = sqlite3.connect(prefs)
+    conn.execute(
+        "INSERT INTO assistant_preferences (session, name, value, source, created, active) "
+        "SELECT 's-beta', name, value, source, created, 1 FROM assistant_preferences WHERE id = 4"
+    )
+    conn.commit()
+    conn.close()
+    with open_source(prefs, allow_writes=True) as source:
+        outcome = source.forget("pref:4", reason="the user asked us to forget it")
+        assert outcome.verified, outcome.problem
+        assert outcome.checks["bytes_gone"] is True
+        kept = source.get("pref:8")
+        assert kept is not None and CANARY2 in kept.content
+
+
 def test_the_forget_is_all_or_nothing(prefs):
     with open_source(prefs, allow_writes=True) as source:
         source._conn.execute(

@@ -43,6 +43,7 @@ from memtui.sources.safe_pickle import UnsafePickleError, load_point
 
 NOW = "2026-11-30T12:00:00Z"
 STORAGE = Path("collection") / "cyber_autoagent_memories" / "storage.sqlite"
+CYBER_TEXT_8 = "Temporary staging credential zqxjvortex seen in a JS bundle"
 
 
 @pytest.fixture(autouse=True)
@@ -585,6 +586,24 @@ def test_forget_on_a_folder_deletes_the_point_purges_the_file_and_audits(folder)
     finally:
         client.close()
     assert (folder.parent / "qdrant.memtui-audit.db").exists()
+
+
+def test_forget_is_verified_when_a_live_point_holds_the_same_text(tmp_path):
+    """Memory 11 has memory 8's text, so its payload and (hash-embedder) vector are equal:
+    the byte check counts its copy as its own, not as one of the forgotten point's."""
+    text = CYBER_TEXT_8
+    folder = make_cyber_folder(
+        tmp_path / "twin" / "qdrant", extra=[memory(11, text, "observation", OP_A, [SHOP])]
+    )
+    storage = folder / STORAGE
+    assert storage.read_bytes().count(b"zqxjvortex") == 2
+    with opened(folder, allow_writes=True) as source:
+        outcome = source.forget(record_id(8), reason="leaked secret", operator="ana")
+        assert outcome.verified, outcome.problem
+        assert outcome.checks["storage.sqlite_bytes_gone"] is True
+        assert source.get(record_id(8)) is None
+        assert source.get(record_id(11)).content == text
+    assert storage.read_bytes().count(b"zqxjvortex") == 1
 
 
 def test_forget_from_the_cli_and_read_only_refusal(folder):

@@ -256,7 +256,7 @@ def forget(
     ) as source:
         record = source.get(record_id)
         if record is None:
-            raise click.ClickException(f"no record with id {escape_controls(record_id)}")
+            raise click.ClickException(escape_controls(source.missing_record_message(record_id)))
         source.require("forget")
         preview = source.forget_preview(record_id)
         content = escape_controls(record.content[:60])

@@ -9,6 +9,8 @@ One transaction cannot span the store and this file, so a foreign forget is
 written as two events: an intent (``forget-intent``) before the change and an
 outcome (``forget``, with the erasure checks and ``intent_event``) after. An
 intent without an outcome is an interrupted forget, and ``events`` says so.
+A 0-byte file a kill left before the log's first write reads as an empty log,
+and the next event writes the log into it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,16 @@ OUTCOME_ACTIONS = frozenset({"forget", "forget-failed"})
 
 def default_audit_path(store_path: Path) -> Path:
     return Path(str(store_path) + AUDIT_SUFFIX)
+
+
+def never_written(path: Path) -> bool:
+    """Whether ``path`` is a file SQLite created and was stopped (killed) before writing
+    anything to: 0 bytes, and no WAL beside it with anything in it. It holds no event."""
+    wal = Path(str(path) + "-wal")
+    try:
+        return path.stat().st_size == 0 and (not wal.exists() or wal.stat().st_size == 0)
+    except OSError:
+        return False
 
 
 class AuditStore(MemoryStore):
@@ -78,8 +90,8 @@ class ForeignAudit:
     def _open_locked(self, *, create: bool) -> AuditStore | None:
         if self._store is not None:
             return self._store
-        if not self.path.exists():
-            if not create:
+        if not self.path.exists() or never_written(self.path):
+            if not create:  # no log yet (or one a kill left empty): no events to read
                 return None
             if not self.path.parent.exists():
                 raise SourceError(f"folder {self.path.parent} for the audit log does not exist")

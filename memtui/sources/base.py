@@ -569,6 +569,13 @@ class MemorySource(ABC):
         """Intent events with no outcome: forgets that stopped half way."""
         return [e for e in self.audit_events() if e.get("status") == "interrupted"]
 
+    def recover_interrupted_forgets(self) -> None:  # noqa: B027 - optional hook
+        """Clear what a forget stopped half way left in memtui's own files (run on open)."""
+
+    def missing_record_message(self, record_id: str) -> str:
+        """Why there is no record ``record_id`` (a forget of it may already have run)."""
+        return f"no record with id {record_id}"
+
     # -- lifetime
 
     def data_version(self) -> Any:

@@ -401,7 +401,7 @@ class SourceIndex:
             try:
                 self._store = self._open(self.path)
             except Exception:
-                self._discard()
+                self.discard()
         if self._store is not None:
             try:
                 fresh = self._store.meta().get("source_fingerprint") == fingerprint
@@ -413,7 +413,8 @@ class SourceIndex:
         assert self._store is not None
         return self._store
 
-    def _discard(self) -> None:
+    def discard(self) -> None:
+        """Remove the cached index (and its WAL): the next search builds it again."""
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -421,7 +422,7 @@ class SourceIndex:
             Path(str(self.path) + suffix).unlink(missing_ok=True)
 
     def _rebuild(self, fingerprint: str, progress: Progress | None) -> None:
-        self._discard()
+        self.discard()
         self.root.mkdir(parents=True, exist_ok=True)
         try:
             os.chmod(self.root, 0o700)

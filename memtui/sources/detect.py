@@ -9,12 +9,13 @@ file holds.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 from memtui.core.embed import Embedder
 from memtui.core.records import parse_timestamp
@@ -215,6 +216,28 @@ def _logical_now(now: Any) -> int | None:
         ) from None
 
 
+Options = ParamSpec("Options")
+
+
+def _recovered(
+    opener: Callable[Options, MemorySource],
+) -> Callable[Options, MemorySource]:
+    """``opener``, then what an interrupted forget left in memtui's own files is cleared."""
+
+    @functools.wraps(opener)
+    def open_and_recover(*args: Options.args, **kwargs: Options.kwargs) -> MemorySource:
+        source = opener(*args, **kwargs)
+        try:
+            source.recover_interrupted_forgets()
+        except BaseException:
+            source.close()
+            raise
+        return source
+
+    return open_and_recover
+
+
+@_recovered
 def open_source(
     path: str | Path | None,
     *,
@@ -249,6 +272,9 @@ def open_source(
       server instead of ``path``; ``memory_mode`` (``operation``/``shared``)
       applies Cyber-AutoAgent's scope rule; ``mem0_history`` names mem0's
       ``history.db``.
+
+    Every open purges memtui's cached copy of a record an interrupted forget
+    removed from the store (``recover_interrupted_forgets``).
     """
     qdrant_options = {"memory_mode": memory_mode, "mem0_history": mem0_history}
     if qdrant_url is not None or qdrant_client is not None:

@@ -108,6 +108,49 @@ def _system_clock() -> datetime:
     return datetime.now(UTC)
 
 
+def quote_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def occurrences_in_columns(
+    conn: sqlite3.Connection, probe: bytes, columns: Sequence[tuple[str, str]]
+) -> int:
+    """How often ``probe`` occurs in the values still in ``columns`` ((table, column)
+    pairs; a table or column the file lacks holds none)."""
+    total = 0
+    for table, column in columns:
+        name, col = quote_identifier(table), quote_identifier(column)
+        if column not in {r[1] for r in conn.execute(f"PRAGMA table_info({name})")}:
+            continue
+        for (value,) in conn.execute(
+            f"SELECT CAST({col} AS BLOB) FROM {name} WHERE typeof({col}) IN ('text', 'blob') "
+            f"AND instr(CAST({col} AS BLOB), ?) > 0",
+            (probe,),
+        ):
+            total += bytes(value).count(probe)
+    return total
+
+
+def forgotten_bytes_gone(
+    conn: sqlite3.Connection,
+    data: bytes,
+    probes: Sequence[bytes],
+    columns: Sequence[tuple[str, str]],
+) -> bool:
+    """Whether ``data`` (the file's bytes) holds no copy of the forgotten values.
+
+    Live records may hold the same bytes (any deterministic embedder gives equal
+    text equal vectors), so each probe's occurrences in the file are compared
+    with the occurrences the live records' values in ``columns`` account for:
+    only an excess is a copy of the forgotten record.
+    """
+    return all(
+        found <= occurrences_in_columns(conn, probe, columns)
+        for probe in probes
+        if (found := data.count(probe))
+    )
+
+
 def uri_for(path: Path, mode: str) -> str:
     return f"file:{quote(str(path.resolve()), safe='/')}?mode={mode}"
 
@@ -448,6 +491,11 @@ class ForeignSqliteSource(MemorySource):
         if self.read_only:
             raise SourceError(self.read_only_message())
 
+    def record_value_columns(self) -> list[tuple[str, str]]:
+        """The (table, column) pairs where records keep the values a forget probes
+        for: the byte check counts the live records' equal values there."""
+        return []
+
     @abstractmethod
     def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
         """Apply the store's own forget rule in one store transaction.
@@ -464,7 +512,7 @@ class ForeignSqliteSource(MemorySource):
         require_reason(reason)
         record = self.get(record_id)
         if record is None:
-            raise SourceError(f"no record with id {record_id}")
+            raise SourceError(self.missing_record_message(record_id))
         preview = self.forget_preview(record_id)
 
         def erase() -> Erasure:
@@ -588,7 +636,8 @@ class ForeignSqliteSource(MemorySource):
         secure_delete was on for the delete, so the freed cells and pages are
         zeroed; VACUUM then rewrites the file without free pages (which also
         drops older free pages the store's own deletes left unzeroed), the WAL
-        is truncated, and the file is searched for the forgotten bytes.
+        is truncated, and the file is searched for the forgotten bytes (beyond
+        the live records' equal values).
         """
         checks: dict[str, bool] = {}
         details: dict[str, Any] = {}
@@ -615,10 +664,65 @@ class ForeignSqliteSource(MemorySource):
             size = sum(p.stat().st_size for p in parts if p.exists())
             if size <= BYTE_CHECK_LIMIT:
                 data = b"".join(p.read_bytes() for p in parts if p.exists())
-                checks["bytes_gone"] = not any(p in data for p in useful)
+                checks["bytes_gone"] = forgotten_bytes_gone(
+                    self._conn, data, useful, self.record_value_columns()
+                )
             else:
                 details["bytes_check"] = f"skipped: the file is over {BYTE_CHECK_LIMIT} bytes"
         return checks, details
+
+    def _removed_by_interrupted(self) -> dict[str, dict[str, Any]]:
+        """Each record an interrupted forget removed from the store (it named the record,
+        which is gone now), with that forget's intent event."""
+        out: dict[str, dict[str, Any]] = {}
+        for intent in reversed(self.interrupted_forgets()):  # oldest first: the newest wins
+            for record_id in (str(i) for i in intent["record_ids"]):
+                try:
+                    gone = self.get(record_id) is None
+                except SourceError:  # not an id of this store: nothing of it to purge
+                    continue
+                if gone:
+                    out[record_id] = intent
+        return out
+
+    def recover_interrupted_forgets(self) -> None:
+        """Purge memtui's cached copy of every record an interrupted forget removed.
+
+        A kill after the store's change and before the outcome event leaves the
+        record's text in the cached index, which only a search would rebuild; every
+        open (``records``, ``info``, the app) purges it, by the native erasure.
+        """
+        if not self.index.path.exists() or not self.audit.path.exists():
+            return
+        removed = self._removed_by_interrupted()
+        if not removed:
+            return
+        with self._index_lock:
+            cache = self.index.current()
+            if cache is None:
+                return
+            try:
+                for record_id, intent in removed.items():
+                    cache.purge(record_id, reason=intent["reason"], operator=intent["operator"])
+            except Exception:  # a cache that cannot be purged must not serve the text
+                self.index.discard()
+
+    def missing_record_message(self, record_id: str) -> str:
+        intent = next(
+            (
+                e
+                for e in self.interrupted_forgets()  # newest first
+                if record_id in [str(i) for i in e["record_ids"]]
+            ),
+            None,
+        )
+        if intent is None:
+            return super().missing_record_message(record_id)
+        return (
+            f"{record_id} is already forgotten: the forget of audit event #{intent['id']} "
+            "(forget-intent) removed it from the store and was interrupted before its outcome "
+            "event; memtui's cached copy is purged (`memtui audit` shows the event)"
+        )
 
     def _purge_cache(
         self,

@@ -448,6 +448,9 @@ class LangGraphSource(ForeignSqliteSource):
             "counts": {"rows": 1, "vectors": vectors},
         }
 
+    def record_value_columns(self) -> list[tuple[str, str]]:
+        return [("store", "value"), ("store_vectors", "embedding")]
+
     def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
         key = self._key(record.id)
         assert key is not None

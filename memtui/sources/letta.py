@@ -345,6 +345,9 @@ class LettaSource(UnionViewSource):
             "memtui; forget archival passages"
         )
 
+    def record_value_columns(self) -> list[tuple[str, str]]:
+        return [("archival_passages", "text"), ("archival_passages", "embedding")]
+
     def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
         if record.tier != "archival":
             raise SourceError(self._block_refusal())
@@ -477,21 +480,8 @@ class LettaSource(UnionViewSource):
                     ).fetchone()
                     for pid in pids
                 )
-            # A text or vector another passage also holds is not probed: its bytes stay.
-            probes = [
-                t.encode("utf-8")
-                for t in texts
-                if not conn.execute(
-                    "SELECT 1 FROM archival_passages WHERE instr(text, ?) > 0", (t,)
-                ).fetchone()
-            ] + [
-                v
-                for v in vectors
-                if any(v)
-                and not conn.execute(
-                    "SELECT 1 FROM archival_passages WHERE instr(embedding, ?) > 0", (v,)
-                ).fetchone()
-            ]
+            # A text or vector another passage also holds stays: the byte check counts it.
+            probes = [t.encode("utf-8") for t in texts] + [v for v in vectors if any(v)]
             file_checks, details = self._purge_file(probes)
             checks.update(file_checks)
             return Erasure(

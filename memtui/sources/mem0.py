@@ -567,6 +567,14 @@ class Mem0Source(QdrantSource):
     def _memory_id(record: SourceRecord) -> str:
         return str(record.metadata.get("point_id") or record.metadata.get("memory_id"))
 
+    def record_value_columns(self) -> list[tuple[str, str]]:
+        """The points, and the text of the history rows of other memories."""
+        columns = super().record_value_columns()
+        if self.history is not None:
+            names = self.history.columns
+            columns += [("history", name) for c in TEXT_COLUMNS if (name := names[c])]
+        return columns
+
     def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
         self._probe_plan = {}
         checks: dict[str, bool] = {}

@@ -305,6 +305,9 @@ class PreferenceSource(UnionViewSource):
             "rule); a work result leaves future context when its session's revision advances"
         )
 
+    def record_value_columns(self) -> list[tuple[str, str]]:
+        return [("assistant_preferences", "value")]
+
     def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
         if record.tier != "preference":
             raise SourceError(self._work_refusal())

@@ -81,7 +81,12 @@ from memtui.sources.base import (
     encode_id,
 )
 from memtui.sources.cache import FilterSql, cache_root, fingerprint_text
-from memtui.sources.foreign import BYTE_CHECK_LIMIT, CHECKPOINT_RETRIES, ForeignSqliteSource
+from memtui.sources.foreign import (
+    BYTE_CHECK_LIMIT,
+    CHECKPOINT_RETRIES,
+    ForeignSqliteSource,
+    forgotten_bytes_gone,
+)
 from memtui.sources.safe_pickle import (
     StoredPointStruct,
     StoredSparseVector,
@@ -1374,6 +1379,9 @@ class QdrantSource(ForeignSqliteSource):
             self._probe_plan[str(self.backend.storage)] = [p for p in probes if len(p) >= 8]
         return checks
 
+    def record_value_columns(self) -> list[tuple[str, str]]:
+        return [("points", "point")]  # a local folder's storage.sqlite: one pickle a point
+
     def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
         self._probe_plan = {}
         point = self.point(record.id)
@@ -1414,7 +1422,9 @@ class QdrantSource(ForeignSqliteSource):
             size = sum(p.stat().st_size for p in parts if p.exists())
             if size <= BYTE_CHECK_LIMIT:
                 data = b"".join(p.read_bytes() for p in parts if p.exists())
-                checks[f"{name}_bytes_gone"] = not any(p in data for p in useful)
+                checks[f"{name}_bytes_gone"] = forgotten_bytes_gone(
+                    conn, data, useful, self.record_value_columns()
+                )
             else:
                 details[f"{name}_bytes_check"] = f"skipped: over {BYTE_CHECK_LIMIT} bytes"
         return checks, details

@@ -285,6 +285,9 @@ class TenantEvidenceSource(ForeignSqliteSource):
             "counts": {"rows": 1},
         }
 
+    def record_value_columns(self) -> list[tuple[str, str]]:
+        return [(self.table, "body")]
+
     def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
         key = self._key(record.id)
         assert key is not None
@@ -309,12 +312,9 @@ class TenantEvidenceSource(ForeignSqliteSource):
             is None
         )
         body = str(row[0]) if row else ""
-        others = conn.execute(
-            f"SELECT count(*) FROM {table} WHERE instr(body, ?) > 0", (body,)
-        ).fetchone()[0]
         return {
             "removed": [record.id],
             "checks": {"row_gone": gone},
-            "probes": [body.encode("utf-8")] if body and not others else [],
+            "probes": [body.encode("utf-8")] if body else [],
             "details": {"tenant": key[0]},
         }
