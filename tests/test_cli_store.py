@@ -1,9 +1,12 @@
 import json
+from pathlib import Path
 
 import pytest
 from conftest import SAMPLE_CORPUS, one_error_line
 
 from memtui.cli import main
+from memtui.core.store import MemoryStore
+from memtui.tui.testing import fixed_clock
 
 
 def test_ingest_reports_counts(runner, tmp_path):
@@ -168,6 +171,67 @@ def test_demo_summary_builds_the_sample(runner, tmp_path):
     result = runner.invoke(main, ["demo", "--summary", "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert "engagements: acme-2026-q4, globex-retest" in result.output
+
+
+@pytest.fixture
+def demo_home(tmp_path, monkeypatch) -> Path:
+    """The user data folder of these tests: ``memtui demo`` keeps its database there."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    return tmp_path / "data" / "memtui" / "demo.db"
+
+
+def demo_summary(runner, *args: str) -> str:
+    result = runner.invoke(main, ["demo", "--summary", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_demo_keeps_its_database_between_runs(runner, demo_home):
+    first = demo_summary(runner)
+    assert first.startswith(f"built the demo database at {demo_home} from the sample corpus\n")
+    tactic = next(r for r in json_records(runner, demo_home) if r["record_type"] == "tactic")
+    forget = ["forget", str(demo_home), tactic["id"], "--reason", "wrong", "--yes"]
+    assert runner.invoke(main, forget).exit_code == 0
+    again = demo_summary(runner)
+    assert again.startswith(f"demo database at {demo_home} kept from the last run")
+    assert "memtui demo --reset rebuilds it" in again
+    assert tactic["id"] not in {r["id"] for r in json_records(runner, demo_home)}
+    with MemoryStore(demo_home, read_only=True) as store:
+        assert [e["action"] for e in store.audit_events()] == ["forget", "ingest"]
+
+
+def test_demo_reset_rebuilds_it_and_says_so(runner, demo_home):
+    demo_summary(runner)
+    tactic = next(r for r in json_records(runner, demo_home) if r["record_type"] == "tactic")
+    forget = ["forget", str(demo_home), tactic["id"], "--reason", "wrong", "--yes"]
+    assert runner.invoke(main, forget).exit_code == 0
+    out = demo_summary(runner, "--reset")
+    assert out.startswith(
+        f"rebuilt the demo database at {demo_home} from the sample corpus "
+        "(its refutes, forgets and audit log are gone)\n"
+    )
+    assert tactic["id"] in {r["id"] for r in json_records(runner, demo_home)}
+    with MemoryStore(demo_home, read_only=True) as store:
+        assert [e["action"] for e in store.audit_events()] == ["ingest"]
+    assert not list(demo_home.parent.glob(".demo.db.building*"))
+
+
+def test_a_demo_summary_beside_an_open_demo_changes_nothing_under_it(runner, demo_home):
+    demo_summary(runner)
+    inode = demo_home.stat().st_ino
+    with MemoryStore(demo_home, clock=fixed_clock, operator="app") as app_store:
+        tactic = app_store.fetch(record_type="tactic", limit=1)[0]
+        app_store.forget(tactic.id, reason="wrong")
+        demo_summary(runner)
+        assert demo_home.stat().st_ino == inode
+        assert app_store.get(tactic.id) is None
+        assert [e["action"] for e in app_store.audit_events()] == ["forget", "ingest"]
+
+
+def json_records(runner, db: Path) -> list[dict]:
+    result = runner.invoke(main, ["records", str(db), "--all", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
 
 
 def test_forget_scope_says_when_erasure_is_not_verified(runner, cli_db, monkeypatch):
