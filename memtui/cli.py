@@ -177,6 +177,7 @@ def reveal(
             "It is printed in clear and the reveal is audited",
             assume_yes,
         )
+        source.require_same_path()  # the file may have been replaced while we asked
         value = source.reveal(record_id, field, reason=reason, operator=operator)
         event = source.audit_head()
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -211,6 +212,7 @@ def forget_scope(
         ]
         click.echo(f"engagement '{name}': {total} records ({', '.join(parts)})")
         confirm_or_abort(f"Forget all {total} records? This cannot be undone", assume_yes)
+        source.require_same_path()  # the file may have been replaced while we asked
         count = source.forget_scope(engagement=engagement, reason=reason, operator=operator)
         # A memtui database returns a ScopeForgetResult: the count, how erasure went and
         # its audit events. Any other result names no event: find the forget-scope one.

@@ -1,4 +1,6 @@
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -309,3 +311,25 @@ def test_records_refuses_a_tier_another_store_does_not_have(runner, tmp_path, mo
     assert listed.exit_code == 0 and len(json.loads(listed.output)) == 2
     line = one_error_line(runner.invoke(main, ["records", str(evidence), "--tier", "bogus"]))
     assert "unknown tier 'bogus'" in line and "working, incident, runbook" in line
+
+
+def test_a_forget_whose_file_is_replaced_while_it_asks_changes_nothing(
+    runner, cli_db, tmp_path, monkeypatch
+):
+    from memtui.commands import sources as commands
+
+    restored = tmp_path / "restored.db"
+    shutil.copyfile(cli_db, restored)
+
+    def replaced_while_asking(question: str, assume_yes: bool) -> None:
+        os.replace(restored, cli_db)  # the operator is still reading the question
+
+    monkeypatch.setattr(commands, "confirm_or_abort", replaced_while_asking)
+    line = one_error_line(runner.invoke(main, ["forget", str(cli_db), "1", "--reason", "r"]))
+    assert line == (
+        f"Error: {cli_db} was replaced by another file since memtui opened it; nothing was "
+        "changed: open the store again to change the file now at that path"
+    )
+    assert any(r["id"] == "1" for r in json_records(runner, cli_db))
+    with MemoryStore(cli_db, read_only=True) as store:
+        assert [e["action"] for e in store.audit_events()] == ["ingest"]
