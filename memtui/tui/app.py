@@ -502,16 +502,16 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     @work(thread=True, exclusive=True, group="reopen", exit_on_error=False, name="Reopening")
     def _reopen_source(self) -> None:
-        """Close the old file, then open the store at its path again.
+        """Open the store at its path again; the old file is closed once the new one is
+        open (if opening fails, the app keeps showing the old file, changes still refused).
 
-        In that order: closing the last connection to a SQLite file deletes the WAL and
-        shared-memory files by their names, which now belong to the file at the path.
+        Closing a connection to a replaced SQLite file is safe: SQLite sees the file has
+        moved and neither checkpoints nor deletes the WAL named after the path.
         """
         assert self.reopen is not None
         if not self.source.path.exists():
             self.call_from_thread(self._reopen_failed, f"nothing is at {self.source.path} now")
             return
-        self.source.close()
         try:
             source = self.reopen()
         except (MemoryStoreError, OSError, sqlite3.Error) as exc:
@@ -531,7 +531,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     def _reopened(self, source: MemorySource) -> None:
         """Show the store now at the path: every tab re-read, the live counts restarted."""
-        self.source = source
+        old, self.source = self.source, source
+        old.close()
         self.moved = None
         self.seen_version = None
         self.external_changes = 0
