@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from memtui.commands.sources import audit, cache, forget, forget_gaps, info, rec
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import DEFAULT_EMBEDDER_NAME, resolve_embedder
 from memtui.core.secrets import secret_paths
-from memtui.core.store import MemoryStore
+from memtui.core.store import MemoryStore, MemoryStoreError
 from memtui.render import escape_controls
 
 
@@ -176,6 +177,7 @@ def reveal(
             "It is printed in clear and the reveal is audited",
             assume_yes,
         )
+        source.require_same_path()  # the file may have been replaced while we asked
         value = source.reveal(record_id, field, reason=reason, operator=operator)
         event = source.audit_head()
     shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -210,6 +212,7 @@ def forget_scope(
         ]
         click.echo(f"engagement '{name}': {total} records ({', '.join(parts)})")
         confirm_or_abort(f"Forget all {total} records? This cannot be undone", assume_yes)
+        source.require_same_path()  # the file may have been replaced while we asked
         count = source.forget_scope(engagement=engagement, reason=reason, operator=operator)
         # A memtui database returns a ScopeForgetResult: the count, how erasure went and
         # its audit events. Any other result names no event: find the forget-scope one.
@@ -250,19 +253,88 @@ def demo_db_path() -> Path:
     return folder / "demo.db"
 
 
-def build_demo_db(path: Path) -> MemoryStore:
-    """A fresh database at ``path`` loaded from the sample corpus."""
+DEMO_OPERATOR = "memtui-demo"
+DEMO_CORPUS = "memory-corpus.json"
+
+
+def build_demo_db(path: Path) -> None:
+    """Build the demo database at ``path`` from the sample corpus, whole or not at all.
+
+    It is built beside ``path`` under another name and then moved over it, so a reader
+    never sees it half built; an app that still has the old file open finds its path
+    replaced (and says so) instead of reading a file being rebuilt under it.
+    """
+    rows = load_corpus(sample_corpus_path())
+    building = path.with_name(f".{path.name}.building")
+    _remove_database(building)
+    try:
+        with MemoryStore(
+            building,
+            clock=fixed_clock(),
+            embedder=resolve_embedder(DEFAULT_EMBEDDER_NAME),
+            operator=DEMO_OPERATOR,
+        ) as store:
+            store.ingest(rows, source=DEMO_CORPUS)
+        # The old file's WAL and shared memory must not be read as the new file's.
+        for suffix in ("-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        os.replace(building, path)
+    finally:
+        _remove_database(building)
+
+
+def _remove_database(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
-    rows = load_corpus(sample_corpus_path())
-    store = MemoryStore(
-        path,
-        clock=fixed_clock(),
-        embedder=resolve_embedder(DEFAULT_EMBEDDER_NAME),
-        operator="memtui-demo",
+
+
+def is_demo_database(path: Path) -> bool:
+    """Whether ``path`` is a memtui database that ``memtui demo`` built: its first audit
+    event is the demo's ingest of the sample corpus. Read without changing the file."""
+    try:
+        with MemoryStore(path, read_only=True) as store:
+            first = store.audit_events(limit=1, before_id=2)
+    except (MemoryStoreError, OSError, sqlite3.Error):
+        return False
+    return bool(first) and (
+        first[0]["action"] == "ingest"
+        and first[0]["operator"] == DEMO_OPERATOR
+        and (first[0].get("details") or {}).get("source") == DEMO_CORPUS
     )
-    store.ingest(rows, source="memory-corpus.json")
-    return store
+
+
+def prepare_demo_db(db: Path | None, reset: bool) -> tuple[Path, str]:
+    """The demo database to open, built when missing (or asked to with ``reset``), and a
+    line saying which: built, rebuilt, or kept from the last run.
+
+    A file that is not a demo database is never replaced, except the demo's own file in
+    the data folder with ``--reset``.
+    """
+    path = db or demo_db_path()
+    shown = escape_controls(str(path))
+    if not path.exists():
+        build_demo_db(path)
+        return path, f"built the demo database at {shown} from the sample corpus"
+    if not is_demo_database(path) and (db is not None or not reset):
+        if db is not None:
+            raise click.ClickException(
+                f"{shown} already exists and is not a demo database; memtui demo replaces "
+                f"nothing: give a path that does not exist, or open it with memtui {shown}"
+            )
+        raise click.ClickException(
+            f"{shown} is not a demo database (damaged, or written by something else); "
+            "memtui demo --reset rebuilds it from the sample corpus"
+        )
+    if reset:
+        build_demo_db(path)
+        return path, (
+            f"rebuilt the demo database at {shown} from the sample corpus "
+            "(its refutes, forgets and audit log are gone)"
+        )
+    return path, (
+        f"demo database at {shown} kept from the last run, with its refutes, forgets and "
+        "audit log (memtui demo --reset rebuilds it)"
+    )
 
 
 @main.command()
@@ -271,17 +343,22 @@ def build_demo_db(path: Path) -> MemoryStore:
     "db",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Where to build the demo database (default: the user data folder).",
+    help="Where the demo database is (default: the user data folder).",
 )
 @click.option("--summary", is_flag=True, help="Print a summary instead of opening the app.")
+@click.option(
+    "--reset",
+    is_flag=True,
+    help="Rebuild the demo database from the sample corpus (its changes are lost).",
+)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Write the byte-stable JSON walkthrough of the sample corpus here instead.",
 )
-def demo(db: Path | None, summary: bool, out: Path | None) -> None:
-    """Build a database from the sample corpus and open it."""
+def demo(db: Path | None, summary: bool, reset: bool, out: Path | None) -> None:
+    """Open the demo database (built from the sample corpus on first use; kept after)."""
     if out is not None:
         from memtui.walkthrough import render_walkthrough
 
@@ -298,20 +375,14 @@ def demo(db: Path | None, summary: bool, out: Path | None) -> None:
                 ) from None
             click.echo(f"wrote the walkthrough to {out}")
         return
-    if db is not None and db.exists():
-        # The default file in the data folder is the demo's own and is rebuilt each
-        # time; a path given with --db may be anything, so it is never replaced.
-        raise click.ClickException(
-            f"{escape_controls(str(db))} already exists; memtui demo builds a new database "
-            "and replaces nothing: give a path that does not exist (or leave out --db)"
-        )
-    path = db or demo_db_path()
-    with build_demo_db(path) as store:
-        counts = store.tier_counts()
-        engagements = store.engagements()
-        profiles = store.profiles()
+    path, said = prepare_demo_db(db, reset)
+    click.echo(said)
     if summary:
-        click.echo(f"demo database: {path}")
+        # Read-only: a summary beside a running app changes nothing under it.
+        with MemoryStore(path, read_only=True, clock=fixed_clock()) as store:
+            counts = store.tier_counts()
+            engagements = store.engagements()
+            profiles = store.profiles()
         click.echo("records by tier: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
         click.echo(f"engagements: {', '.join(engagements)}")
         click.echo(f"profiles: {len(profiles)}")

@@ -193,9 +193,29 @@ def test_demo_never_replaces_a_file_given_with_db(runner, tmp_path, cli_db):
     other.write_text("keep me\n")
     for path in (other, cli_db):
         before = path.read_bytes()
-        line = one_error_line(runner.invoke(main, ["demo", "--db", str(path), "--summary"]))
-        assert line.startswith(f"Error: {path} already exists; memtui demo builds a new database")
-        assert path.read_bytes() == before
+        for reset in ([], ["--reset"]):
+            args = ["demo", "--db", str(path), "--summary", *reset]
+            line = one_error_line(runner.invoke(main, args))
+            assert line == (
+                f"Error: {path} already exists and is not a demo database; memtui demo replaces "
+                f"nothing: give a path that does not exist, or open it with memtui {path}"
+            )
+            assert path.read_bytes() == before
+
+
+def test_demo_never_rebuilds_a_damaged_file_in_the_data_folder_unasked(
+    runner, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    path = tmp_path / "memtui" / "demo.db"
+    path.parent.mkdir()
+    path.write_text("not a database\n")
+    line = one_error_line(runner.invoke(main, ["demo", "--summary"]))
+    assert line == (
+        f"Error: {path} is not a demo database (damaged, or written by something else); "
+        "memtui demo --reset rebuilds it from the sample corpus"
+    )
+    assert path.read_text() == "not a database\n"
 
 
 def test_an_older_schema_names_the_command_that_upgrades_it(runner, tmp_path):

@@ -1,9 +1,14 @@
 import json
+import os
+import shutil
+from pathlib import Path
 
 import pytest
 from conftest import SAMPLE_CORPUS, one_error_line
 
 from memtui.cli import main
+from memtui.core.store import MemoryStore
+from memtui.tui.testing import fixed_clock
 
 
 def test_ingest_reports_counts(runner, tmp_path):
@@ -170,6 +175,67 @@ def test_demo_summary_builds_the_sample(runner, tmp_path):
     assert "engagements: acme-2026-q4, globex-retest" in result.output
 
 
+@pytest.fixture
+def demo_home(tmp_path, monkeypatch) -> Path:
+    """The user data folder of these tests: ``memtui demo`` keeps its database there."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    return tmp_path / "data" / "memtui" / "demo.db"
+
+
+def demo_summary(runner, *args: str) -> str:
+    result = runner.invoke(main, ["demo", "--summary", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_demo_keeps_its_database_between_runs(runner, demo_home):
+    first = demo_summary(runner)
+    assert first.startswith(f"built the demo database at {demo_home} from the sample corpus\n")
+    tactic = next(r for r in json_records(runner, demo_home) if r["record_type"] == "tactic")
+    forget = ["forget", str(demo_home), tactic["id"], "--reason", "wrong", "--yes"]
+    assert runner.invoke(main, forget).exit_code == 0
+    again = demo_summary(runner)
+    assert again.startswith(f"demo database at {demo_home} kept from the last run")
+    assert "memtui demo --reset rebuilds it" in again
+    assert tactic["id"] not in {r["id"] for r in json_records(runner, demo_home)}
+    with MemoryStore(demo_home, read_only=True) as store:
+        assert [e["action"] for e in store.audit_events()] == ["forget", "ingest"]
+
+
+def test_demo_reset_rebuilds_it_and_says_so(runner, demo_home):
+    demo_summary(runner)
+    tactic = next(r for r in json_records(runner, demo_home) if r["record_type"] == "tactic")
+    forget = ["forget", str(demo_home), tactic["id"], "--reason", "wrong", "--yes"]
+    assert runner.invoke(main, forget).exit_code == 0
+    out = demo_summary(runner, "--reset")
+    assert out.startswith(
+        f"rebuilt the demo database at {demo_home} from the sample corpus "
+        "(its refutes, forgets and audit log are gone)\n"
+    )
+    assert tactic["id"] in {r["id"] for r in json_records(runner, demo_home)}
+    with MemoryStore(demo_home, read_only=True) as store:
+        assert [e["action"] for e in store.audit_events()] == ["ingest"]
+    assert not list(demo_home.parent.glob(".demo.db.building*"))
+
+
+def test_a_demo_summary_beside_an_open_demo_changes_nothing_under_it(runner, demo_home):
+    demo_summary(runner)
+    inode = demo_home.stat().st_ino
+    with MemoryStore(demo_home, clock=fixed_clock, operator="app") as app_store:
+        tactic = app_store.fetch(record_type="tactic", limit=1)[0]
+        app_store.forget(tactic.id, reason="wrong")
+        demo_summary(runner)
+        assert demo_home.stat().st_ino == inode
+        assert app_store.get(tactic.id) is None
+        assert [e["action"] for e in app_store.audit_events()] == ["forget", "ingest"]
+
+
+def json_records(runner, db: Path) -> list[dict]:
+    result = runner.invoke(main, ["records", str(db), "--all", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
 def test_forget_scope_says_when_erasure_is_not_verified(runner, cli_db, monkeypatch):
     import sqlite3
 
@@ -245,3 +311,25 @@ def test_records_refuses_a_tier_another_store_does_not_have(runner, tmp_path, mo
     assert listed.exit_code == 0 and len(json.loads(listed.output)) == 2
     line = one_error_line(runner.invoke(main, ["records", str(evidence), "--tier", "bogus"]))
     assert "unknown tier 'bogus'" in line and "working, incident, runbook" in line
+
+
+def test_a_forget_whose_file_is_replaced_while_it_asks_changes_nothing(
+    runner, cli_db, tmp_path, monkeypatch
+):
+    from memtui.commands import sources as commands
+
+    restored = tmp_path / "restored.db"
+    shutil.copyfile(cli_db, restored)
+
+    def replaced_while_asking(question: str, assume_yes: bool) -> None:
+        os.replace(restored, cli_db)  # the operator is still reading the question
+
+    monkeypatch.setattr(commands, "confirm_or_abort", replaced_while_asking)
+    line = one_error_line(runner.invoke(main, ["forget", str(cli_db), "1", "--reason", "r"]))
+    assert line == (
+        f"Error: {cli_db} was replaced by another file since memtui opened it; nothing was "
+        "changed: open the store again to change the file now at that path"
+    )
+    assert any(r["id"] == "1" for r in json_records(runner, cli_db))
+    with MemoryStore(cli_db, read_only=True) as store:
+        assert [e["action"] for e in store.audit_events()] == ["ingest"]

@@ -8,6 +8,8 @@ Qdrant folder written in the test by qdrant-client).
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from memtui.core.store import MemoryStore
 from memtui.sources import (
     MemorySource,
     SourceError,
+    SourceMovedError,
     SourceRecord,
     SourceSearchResult,
     TierFacet,
@@ -365,3 +368,62 @@ def test_preferences_name_inactive_in_each_lane(tmp_path):
             "expired": 0,
             "out_of_scope": 0,
         }
+
+
+# ---------------------------------------------------------------- a replaced file
+
+
+def watched_paths(case: Case, store_path: Path) -> list[Path]:
+    """Every file (or folder) a forget on the store reads or writes."""
+    if case.name == "cyber-autoagent":
+        return [store_path, store_path / "collection/cyber_autoagent_memories/storage.sqlite"]
+    if case.name == "mem0":
+        return [
+            store_path,
+            store_path / "collection/mem0/storage.sqlite",
+            store_path.parent / "history.db",
+        ]
+    return [store_path]
+
+
+def put_a_copy_in_place(path: Path) -> None:
+    """Another file (or folder) at the same path, as a restore from a backup makes one:
+    the same bytes, another inode."""
+    if path.is_dir():
+        old = path.with_name(path.name + ".old")
+        path.rename(old)
+        shutil.copytree(old, path)
+        return
+    copy = path.with_name(path.name + ".copy")
+    shutil.copyfile(path, copy)
+    os.replace(copy, path)
+
+
+def test_a_change_is_refused_once_a_path_names_another_file(case, store_path):
+    for path in watched_paths(case, store_path):
+        with opened(case, store_path, allow_writes=True) as source:
+            assert not source.read_only
+            assert [f.path for f in source.opened_files] == watched_paths(case, store_path)
+            assert source.path_changed() is None
+            source.require_same_path()
+            put_a_copy_in_place(path)
+            said = f"{path} was replaced by another file since memtui opened it"
+            assert source.path_changed() == said
+            with pytest.raises(SourceMovedError) as refused:
+                source.require_same_path()
+            assert str(refused.value) == (
+                f"{said}; nothing was changed: open the store again to change the file now "
+                "at that path"
+            )
+
+
+def test_a_change_is_refused_once_the_store_is_deleted(case, store_path):
+    with opened(case, store_path, allow_writes=True) as source:
+        if store_path.is_dir():
+            shutil.rmtree(store_path)
+        else:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{store_path}{suffix}").unlink(missing_ok=True)
+        assert source.path_changed() == f"{store_path} was deleted since memtui opened it"
+        with pytest.raises(SourceMovedError):
+            source.require_same_path()

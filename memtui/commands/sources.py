@@ -269,6 +269,7 @@ def forget(
             "This cannot be undone",
             assume_yes,
         )
+        source.require_same_path()  # the file may have been replaced while we asked
         outcome = source.forget(record_id, reason=reason, operator=operator)
     status = _erasure_status(outcome.verified, outcome.problem)
     events = f"audit event #{outcome.event_id}"
@@ -327,6 +328,7 @@ def refute(db: Path, record_id: str, reason: str, operator: str | None) -> None:
     """Mark a tactic refuted: it stays on file but leaves reads and search."""
     with open_cli_source(db, operator=operator) as source:
         source.require("refute")
+        source.require_same_path()
         event = source.refute(record_id, reason=reason, operator=operator)
     click.echo(f"refuted tactic #{escape_controls(record_id)} (audit event #{event})")
 
@@ -626,6 +628,7 @@ def forget_gaps(
             click.echo(preview["nothing"])
             return
         confirm_or_abort(preview["question"], assume_yes)
+        source.require_same_path()  # the file may have been replaced while we asked
         outcome = clear(reason=reason, operator=operator)
     status = _erasure_status(outcome.verified, outcome.problem)
     click.echo(

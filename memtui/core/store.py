@@ -405,6 +405,17 @@ def _system_clock() -> datetime:
     return datetime.now(UTC)
 
 
+def _file_identity(path: Path | None) -> tuple[int, int] | None:
+    """The device and inode ``path`` names now; None for no path or no file."""
+    if path is None:
+        return None
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
 class MemoryStore:
     """A memtui memory database (SQLite with FTS5), or an in-memory one for ``path=None``."""
 
@@ -435,7 +446,12 @@ class MemoryStore:
                 "which memtui needs for its full-text index; use a Python whose SQLite "
                 "has FTS5 (python.org and most distribution builds do)"
             )
+        # What the path named as it was opened (device, inode), taken first: a caller can
+        # tell later whether the path still names the file this store reads and writes.
+        self.file_identity = _file_identity(self.path)
         self._conn = self._connect(busy_timeout_ms)
+        if self.file_identity is None:  # a new file, created by this open
+            self.file_identity = _file_identity(self.path)
         # Kept for query_tuples, the hot reads: used only under the lock, one read at a time.
         self._tuples = self._conn.cursor()
         self._tuples.row_factory = None

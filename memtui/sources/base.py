@@ -21,6 +21,7 @@ Contract, for every implementation:
 
 from __future__ import annotations
 
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -163,6 +164,43 @@ class ForgetOutcome:
     problem: str | None = None
 
 
+@dataclass(frozen=True)
+class FileIdentity:
+    """The file (or folder) a path named when memtui opened it: its device and inode.
+
+    Taken before the file is opened, so a file replaced in between reads as replaced.
+    """
+
+    path: Path
+    device: int
+    inode: int
+
+    @classmethod
+    def of(cls, path: Path) -> FileIdentity | None:
+        """What ``path`` names now; None when it names nothing."""
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        return cls(path, stat.st_dev, stat.st_ino)
+
+    def change(self) -> str | None:
+        """None while the path still names this file; else what happened to it, in words."""
+        try:
+            stat = os.stat(self.path)
+        except (FileNotFoundError, NotADirectoryError):
+            return f"{self.path} was deleted"
+        except OSError as exc:
+            return f"{self.path} can no longer be read ({exc.strerror or exc})"
+        if (stat.st_dev, stat.st_ino) != (self.device, self.inode):
+            return f"{self.path} was replaced by another file"
+        return None
+
+
+class SourceMovedError(SourceError):
+    """A change refused because a path no longer names the file memtui opened."""
+
+
 @dataclass
 class SourceSearchResult(SearchResult):
     """A ``SearchResult`` that also carries the source's record id.
@@ -279,6 +317,9 @@ class MemorySource(ABC):
         self.path = Path(path)
         self.read_only = bool(read_only)
         self._lock = threading.RLock()
+        #: what each path the source reads and writes named when it was opened
+        self.opened_files: list[FileIdentity] = []
+        self.watch(self.path)
 
     # -- what it is
 
@@ -472,6 +513,38 @@ class MemorySource(ABC):
     def build_index(self, progress: Progress | None = None) -> dict[str, Any]:
         """Build (or refresh) the keyword index now; call from a worker. Idempotent."""
         return self.index_status()
+
+    # -- the files it opened
+
+    def watch(self, path: Path) -> None:
+        """Remember what ``path`` names now, before the source opens it (``path_changed``
+        compares); a path that names nothing is not watched."""
+        identity = FileIdentity.of(path)
+        if identity is not None:
+            self.opened_files.append(identity)
+
+    def path_changed(self) -> str | None:
+        """None while every path the source opened still names the same file or folder
+        (device and inode); else what happened to the first that does not, as one line.
+
+        A file replaced under an open connection is still the one the connection reads
+        and writes: a change would be made, and verified, in a file that is no longer
+        there. Callers check before every change (the app also on each live poll).
+        """
+        for identity in self.opened_files:
+            change = identity.change()
+            if change is not None:
+                return f"{change} since memtui opened it"
+        return None
+
+    def require_same_path(self) -> None:
+        """Raise ``SourceMovedError`` (nothing is changed) when ``path_changed`` says so."""
+        change = self.path_changed()
+        if change is not None:
+            raise SourceMovedError(
+                f"{change}; nothing was changed: open the store again to change the file "
+                "now at that path"
+            )
 
     # -- writing
 

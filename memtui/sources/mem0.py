@@ -38,6 +38,7 @@ from typing import Any
 from memtui.core.records import format_timestamp
 from memtui.sources.base import (
     DetailSection,
+    FileIdentity,
     SourceError,
     SourceRecord,
     SourceSummary,
@@ -112,6 +113,7 @@ class Mem0History:
         self.path = path
         self.found = found
         self.writable = writable
+        self.identity = FileIdentity.of(path)  # before it is opened
         try:
             mode = "rw" if writable else "ro"
             self.conn = sqlite3.connect(
@@ -285,6 +287,8 @@ class Mem0Source(QdrantSource):
             shared = history.memory_ids() & point_ids
             if shared or (self._history_arg is not None and not point_ids):
                 self.history = history
+                if history.identity is not None:
+                    self.opened_files.append(history.identity)
                 return
             history.close()
             if self._history_arg is not None:

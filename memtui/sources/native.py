@@ -22,6 +22,7 @@ from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
     DetailSection,
+    FileIdentity,
     ForgetOutcome,
     MemorySource,
     Page,
@@ -78,6 +79,9 @@ class NativeSource(MemorySource):
     def __init__(self, store: MemoryStore) -> None:
         super().__init__(store.path or Path(":memory:"), read_only=store.read_only)
         self.store = store
+        # The store took the file's identity before it opened it (it may be long open).
+        identity = store.file_identity
+        self.opened_files = [] if identity is None else [FileIdentity(self.path, *identity)]
 
     @property
     def capabilities(self) -> frozenset[str]:

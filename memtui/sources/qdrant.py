@@ -71,6 +71,7 @@ from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
     FIELD_SEPARATOR,
     DetailSection,
+    FileIdentity,
     Page,
     SourceError,
     SourceRecord,
@@ -499,6 +500,7 @@ class FolderBackend:
         self.storage = collection_path(folder, info.name) / STORAGE_FILE
         self.immutable = False
         self.conn: sqlite3.Connection | None = None
+        self.identity = FileIdentity.of(self.storage)  # before it is opened
         if self.storage.exists():
             self.conn = self._connect()
 
@@ -943,6 +945,12 @@ class QdrantSource(ForeignSqliteSource):
             audit_db=audit_db,
             cache_root=cache_root,
         )
+        if isinstance(backend, ServerBackend):
+            # No file of the store's to watch: the server names the collection on every
+            # request, so a change and its check reach the collection that has the name now.
+            self.opened_files = []
+        elif backend.identity is not None:
+            self.opened_files.append(backend.identity)
         self._reload()
 
     # -- connection (the backend owns it)

@@ -97,6 +97,13 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             id="refresh",
             tooltip="Re-read every tab and re-run the search (F5 or ctrl+r)",
         ),
+        Binding(
+            "o",
+            "reopen",
+            "Reopen",
+            id="reopen",
+            tooltip="Open the store again at its path (offered when the file was replaced)",
+        ),
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
     ]
@@ -112,9 +119,14 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         busy_retries: int = BUSY_RETRIES,
         retry_delay: float = RETRY_DELAY,
         check_on_start: bool = True,
+        reopen: Callable[[], MemorySource] | None = None,
     ) -> None:
         super().__init__()
         self.source = source
+        self.reopen = reopen
+        self.moved: str | None = None
+        """What happened to the store's file since it was opened (replaced, deleted), if
+        anything: every change is refused until the operator reopens it."""
         self.operator = operator
         self.embedder = embedder
         self.db_label = db_label or _short_label(source)
@@ -296,9 +308,9 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     def _render_banner(self, terminal_width: int | None = None) -> None:
         """Lay the banner's notes out for the terminal's width (again after a resize)."""
-        if self._banner_notes is None:
+        if self._banner_notes is None and self.moved is None:
             return
-        notes, interrupted = self._banner_notes
+        notes, interrupted = self._banner_notes or ([], 0)
         first = Text()
         first.append(self.source.kind_label, style="bold")
         lines = [first]
@@ -319,6 +331,11 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
                     style="bold red",
                 )
             )
+        if self.moved is not None:
+            moved = Text("✗ ", style="bold red")
+            moved.append_text(safe_text(self.moved, limit=width))
+            moved.append(": changes are refused · o reopens it", style="bold red")
+            lines.insert(0, moved)
         self.query_one("#source-banner", Static).update(Text("\n").join(lines))
 
     @property
@@ -391,14 +408,23 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     @work(thread=True, group="poll", exit_on_error=False, name="Watching for changes")
     def _read_version(self) -> None:
+        source = self.source
+        moved = source.path_changed()
         try:
-            version = self.source.data_version()
+            version = None if moved else source.data_version()
         except (sqlite3.Error, OSError, MemoryStoreError):
             version = None  # closing, or a transient error: look again next time
-        self.call_from_thread(self._polled, version)
+        self.call_from_thread(self._polled, version, moved, source)
 
-    def _polled(self, version: Any) -> None:
+    def _polled(
+        self, version: Any, moved: str | None = None, source: MemorySource | None = None
+    ) -> None:
         self._polling = False
+        if source is not None and source is not self.source:
+            return  # a look at the store the app had before it reopened
+        if moved is not None:
+            self._source_moved(moved)
+            return
         if version is None:
             return
         if self.seen_version is None:
@@ -426,6 +452,107 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def action_refresh(self) -> None:
         self.refresh_views()
         self.notify("Re-read the database.", timeout=2)
+
+    # ------------------------------------------------------------ a replaced file
+
+    def _source_moved(self, moved: str) -> None:
+        """The store's path no longer names the file the app opened: say so once, show it
+        on the banner, and refuse every change until the operator reopens it."""
+        if moved == self.moved:
+            return
+        self.moved = moved
+        self.refresh_bindings()
+        self._render_banner()
+        self.notify(
+            f"{escape_controls(moved)}: the app still has the old file open, so every change "
+            "is refused. Press o to reopen the store at its path.",
+            title="Store file changed",
+            severity="error",
+            timeout=20,
+            markup=False,
+        )
+
+    def _refuse_moved(self, moved: str) -> None:
+        """Refuse a change (before its dialog, or as it was about to be written)."""
+        self._change_done()
+        self.moved = moved
+        self.refresh_bindings()
+        self._render_banner()
+        self.notify(
+            f"Nothing was changed: {escape_controls(moved)}. Press o to reopen the store "
+            "at its path.",
+            title="Refused: store file changed",
+            severity="error",
+            timeout=20,
+            markup=False,
+        )
+
+    def action_reopen(self) -> None:
+        if self.moved is None or self.refuse_if_saving():
+            return
+        if self.reopen is None:
+            self.notify(
+                f"Quit (q) and open {escape_controls(str(self.source.path))} again.",
+                title="Reopen",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self._reopen_source()
+
+    @work(thread=True, exclusive=True, group="reopen", exit_on_error=False, name="Reopening")
+    def _reopen_source(self) -> None:
+        """Open the store at its path again; the old file is closed once the new one is
+        open (if opening fails, the app keeps showing the old file, changes still refused).
+
+        Closing a connection to a replaced SQLite file is safe: SQLite sees the file has
+        moved and neither checkpoints nor deletes the WAL named after the path.
+        """
+        assert self.reopen is not None
+        if not self.source.path.exists():
+            self.call_from_thread(self._reopen_failed, f"nothing is at {self.source.path} now")
+            return
+        try:
+            source = self.reopen()
+        except (MemoryStoreError, OSError, sqlite3.Error) as exc:
+            self.call_from_thread(self._reopen_failed, str(exc))
+            return
+        self.call_from_thread(self._reopened, source)
+
+    def _reopen_failed(self, reason: str) -> None:
+        self.notify(
+            f"Could not reopen the store: {escape_controls(reason)}. Press o to try again, "
+            "or q to quit.",
+            title="Reopen failed",
+            severity="error",
+            timeout=20,
+            markup=False,
+        )
+
+    def _reopened(self, source: MemorySource) -> None:
+        """Show the store now at the path: every tab re-read, the live counts restarted."""
+        old, self.source = self.source, source
+        old.close()
+        self.moved = None
+        self.seen_version = None
+        self.external_changes = 0
+        self.records_at_open = self.records_now = None
+        self.forgotten_here = 0
+        self._check_problems, self._check_failure, self.check_report = [], None, None
+        self.refresh_bindings()
+        self.query_one("#db-label", Static).update(fit(_short_label(source), 60))
+        self._show_live()
+        self._render_check_banner()
+        self._load_banner()
+        self.refresh_views()
+        if self.check_on_start and self.native and source.path.is_file():
+            self._run_check()
+        self.notify(
+            f"Reopened {escape_controls(str(source.path))}: showing the file now at that path.",
+            title="Reopened",
+            timeout=8,
+            markup=False,
+        )
 
     # ------------------------------------------------------------ check banner
 
@@ -522,6 +649,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "search" and isinstance(self.focused, Input):
             return False  # "/" types into a text box; do not advertise it there
+        if action == "reopen":
+            return self.moved is not None  # offered only when the file was replaced
         return True
 
     def _show_tab(self, tab: str, focus: Callable[[], None]) -> None:
@@ -658,6 +787,10 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     @work(thread=True, exclusive=True, group="prepare", exit_on_error=False, name="Reading record")
     def _prepare(self, kind: str, record_id: str) -> None:
         """Read what the dialog shows (the record; a forget's rule) off the UI thread."""
+        moved = self.source.path_changed()
+        if moved is not None:  # refused before the operator types a reason
+            self.call_from_thread(self._refuse_moved, moved)
+            return
         record = self.source.get(record_id)
         preview: dict[str, Any] = {}
         if record is not None and kind == "forget":
@@ -750,6 +883,10 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     @work(thread=True, exclusive=True, group="radius", exit_on_error=False, name="Blast radius")
     def _blast_radius(self, engagement: str) -> None:
+        moved = self.source.path_changed()
+        if moved is not None:
+            self.call_from_thread(self._refuse_moved, moved)
+            return
         radius = self.source.blast_radius(engagement=engagement)
         self.call_from_thread(self._show_forget_engagement, engagement, radius)
 
@@ -845,6 +982,10 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         """
         total = self.busy_retries
         for attempt in range(total + 1):
+            moved = self.source.path_changed()
+            if moved is not None:  # the change would go to a file no longer at the path
+                self.call_from_thread(self._refuse_moved, moved)
+                return
             try:
                 if attempt and self._already_done(kind, target):
                     outcome = self._done_outcome(kind, target)
@@ -1066,6 +1207,7 @@ def make_app(
     busy_retries: int = BUSY_RETRIES,
     retry_delay: float = RETRY_DELAY,
     check_on_start: bool = True,
+    reopen: Callable[[], MemorySource] | None = None,
 ) -> MemtuiApp:
     """The app on an open ``MemorySource`` (an open ``MemoryStore`` is wrapped in ``NativeSource``).
 
@@ -1074,6 +1216,7 @@ def make_app(
     ``busy_retries`` / ``retry_delay``: how a change waits out a busy database (each
     try also waits the store's own ``busy_timeout_ms``). ``check_on_start``: run
     ``memtui check`` on a memtui database in the background and show a banner if it fails.
+    ``reopen``: opens the store at its path again (``o``, offered when its file was replaced).
     """
     if not isinstance(source, MemorySource):
         from memtui.sources.native import NativeSource
@@ -1088,4 +1231,5 @@ def make_app(
         busy_retries=busy_retries,
         retry_delay=retry_delay,
         check_on_start=check_on_start,
+        reopen=reopen,
     )

@@ -66,6 +66,14 @@ class MemtuiCommands(Provider):
                     "Erase every record of it (shows the blast radius first)",
                 )
             )
+        if app.moved is not None:
+            items.append(
+                (
+                    "Reopen the store",
+                    app.action_reopen,
+                    "Open the store at its path again: its file was replaced or deleted (o)",
+                )
+            )
         hidden = app.browse.show_hidden
         items += [
             (

@@ -56,7 +56,7 @@ def run_app(
     ``allow_writes``).
     """
     options = {k: v for k, v in qdrant.items() if v is not None}
-    opening = dict(
+    opening: dict[str, Any] = dict(
         read_only=read_only,
         allow_writes=allow_writes,
         audit_db=audit_db,
@@ -74,13 +74,22 @@ def run_app(
         name = pick_collection(several)
         if name is None:
             return  # the operator quit the picker
-        source = open_app_source(path, **opening, **{**options, "collection": name})
+        options = {**options, "collection": name}
+        source = open_app_source(path, **opening, **options)
+    app = None
     try:
         from memtui.tui.app import make_app
 
-        make_app(source, operator=operator, embedder=embedder).run()
+        app = make_app(
+            source,
+            operator=operator,
+            embedder=embedder,
+            reopen=lambda: open_app_source(path, **opening, **options),
+        )
+        app.run()
     finally:
-        source.close()
+        # The app's source: the one it reopened, if the file was replaced under it.
+        (source if app is None else app.source).close()
 
 
 def pick_collection(several: Any) -> str | None:
