@@ -21,6 +21,7 @@ from memtui.core.records import RAW_METADATA_KEY
 from memtui.core.store import MemoryStore, MemoryStoreError
 from memtui.tui.app import make_app
 from memtui.tui.browse import RecordTable
+from memtui.tui.search_view import SearchPane
 from memtui.tui.testing import fixed_clock, screen_text, settle
 
 CREATED = "2026-11-01T00:00:00.000000Z"
@@ -204,6 +205,20 @@ async def test_the_app_shows_a_damaged_row_marked(tmp_path):
             assert "content is a BLOB, not text" in detail
             assert "metadata is not valid JSON" in detail
             assert f"{RAW_METADATA_KEY} {{not json" in detail
+            # The search results mark it too.
+            await pilot.press("slash")
+            await settle(pilot)
+            for char in "login":
+                await pilot.press(char)
+            await pilot.press("enter")
+            pane = app.query_one(SearchPane)
+            for _ in range(200):
+                if pane.response is not None and "2" in pane.records:
+                    break
+                await pilot.pause(0.05)
+            await settle(pilot)
+            assert "damaged · login \\x00\\xff" in screen_text(app)
+            assert "damaged · a sound" not in screen_text(app)
 
 
 # ---------------------------------------------------------------- what the database refuses
