@@ -148,6 +148,20 @@ def test_a_damaged_row_can_be_forgotten_and_check_passes_after(runner, damaged):
     assert check_database(path).ok
 
 
+@pytest.mark.parametrize("kind", ["content that is not UTF-8", "a BLOB as content"])
+def test_reindex_embeds_damaged_content_as_it_is_shown(runner, tmp_path, kind):
+    content, metadata, _says = DAMAGE[kind]
+    path = _db_with(tmp_path / "reindex.db", (content, metadata))
+    out = _ok(runner.invoke(main, ["reindex", str(path), "--embedder", "hash-64"]))
+    assert "2" in out
+    with MemoryStore(path, clock=fixed_clock, read_only=True) as store:
+        assert store.vector_count() == 2
+        shown = store.get(2)
+        assert shown is not None and shown.content.startswith("login")
+    report = check_database(path)
+    assert "vectors" in report.passed
+
+
 def test_secret_fields_of_unreadable_metadata_stay_masked(runner, tmp_path):
     path = _db_with(
         tmp_path / "secret.db",

@@ -1826,13 +1826,13 @@ class MemoryStore:
             if embedder is not None:
                 last = 0
                 while True:
-                    chunk = self._conn.execute(
+                    chunk = self.query(
                         "SELECT id, content FROM records WHERE id > ? ORDER BY id LIMIT 512",
                         (last,),
-                    ).fetchall()
+                    )
                     if not chunk:
                         break
-                    self._store_vectors([(r[0], r[1]) for r in chunk])
+                    self._store_vectors([(r[0], read_row_text(r[1])[0]) for r in chunk])
                     last = chunk[-1][0]
                     done += len(chunk)
                     if progress:
