@@ -162,6 +162,30 @@ def test_reindex_embeds_damaged_content_as_it_is_shown(runner, tmp_path, kind):
     assert "vectors" in report.passed
 
 
+PROFILE = "python:postgresql:waf_present:generic_waf:rest:flask"
+
+
+@pytest.mark.parametrize("metadata", ["'{not json'", DAMAGE["100k-deep JSON metadata"][1]])
+def test_the_lanes_read_past_unreadable_metadata(runner, tmp_path, metadata):
+    path = _db_with(tmp_path / "lanes.db")
+    with MemoryStore(path, clock=fixed_clock, operator="tester") as store:
+        store.record_success(profile_hash=PROFILE, tool="sqlmap", endpoint="/api/1", param="q")
+    conn = sqlite3.connect(path)
+    for record_type, content in (("tactic", "foreign tactic"), ("finding", "foreign finding")):
+        conn.execute(
+            "INSERT INTO records (tier, record_type, content, metadata, profile_hash, "
+            f"engagement, tool_name, created_at) VALUES ('longterm', ?, ?, {metadata}, ?, "
+            "'eng-1', 'sqlmap', ?)",
+            (record_type, content, PROFILE, CREATED),
+        )
+    conn.commit()
+    conn.close()
+    lanes = ["lanes", str(path), "--profile", PROFILE, "--engagement", "eng-1", "--json"]
+    found = json.loads(_ok(runner.invoke(main, lanes)))
+    text = json.dumps(found)
+    assert "foreign tactic" in text and "foreign finding" in text
+
+
 def test_secret_fields_of_unreadable_metadata_stay_masked(runner, tmp_path):
     path = _db_with(
         tmp_path / "secret.db",
