@@ -18,7 +18,16 @@ def problems(path):
 def test_a_healthy_database_passes_every_check(sample_db):
     report = check_database(sample_db)
     assert report.ok, report.findings
-    assert set(report.passed) == {"integrity", "schema", "index-count", "fts5", "vectors", "audit"}
+    assert set(report.passed) == {
+        "integrity",
+        "schema",
+        "index-count",
+        "fts5",
+        "vectors",
+        "audit",
+        "audit-triggers",
+        "rows",
+    }
 
 
 def test_a_truncated_file_is_named(sample_db, tmp_path):
@@ -48,10 +57,23 @@ def test_an_index_out_of_sync_is_named(sample_db):
     assert "index-count" in checks and "fts5" in checks
 
 
+def _without_trigger(conn, name, *statements):
+    """Run ``statements`` with trigger ``name`` dropped, then put it back (as a careful
+    tamperer would: a missing append-only trigger is reported on its own)."""
+    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()
+    conn.execute(f"DROP TRIGGER {name}")
+    for statement in statements:
+        conn.execute(statement)
+    conn.execute(sql)
+
+
 def test_an_edited_audit_row_is_named(sample_db):
     conn = sqlite3.connect(sample_db)
-    conn.execute("DROP TRIGGER audit_events_no_update")
-    conn.execute("UPDATE audit_events SET operator = 'someone-else' WHERE id = 1")
+    _without_trigger(
+        conn,
+        "audit_events_no_update",
+        "UPDATE audit_events SET operator = 'someone-else' WHERE id = 1",
+    )
     conn.commit()
     conn.close()
     assert problems(sample_db) == [
@@ -250,7 +272,15 @@ def test_an_older_schema_is_named_with_the_command_that_upgrades_it(sample_db):
             "opens refuse it until then",
         )
     ]
-    assert set(report.passed) == {"integrity", "index-count", "fts5", "vectors", "audit"}
+    assert set(report.passed) == {
+        "integrity",
+        "index-count",
+        "fts5",
+        "vectors",
+        "audit",
+        "audit-triggers",
+        "rows",
+    }
     assert CliRunner().invoke(main, ["compact", str(sample_db)]).exit_code == 0
     assert check_database(sample_db).ok
 
@@ -287,9 +317,7 @@ def test_a_sqlite_file_that_is_not_memtui_is_named(tmp_path):
 
 def _events_sql(path, *statements):
     conn = sqlite3.connect(path)
-    conn.execute("DROP TRIGGER IF EXISTS audit_events_no_delete")
-    for statement in statements:
-        conn.execute(statement)
+    _without_trigger(conn, "audit_events_no_delete", *statements)
     conn.commit()
     conn.close()
 

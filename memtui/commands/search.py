@@ -615,6 +615,8 @@ def _print_table(out: Console, response: SearchResponse, records: dict[str, Any]
         kind = Text("\n").join(
             [one_line(record.tier, 12), one_line(record.record_type, 20)] if record else []
         )
+        if getattr(record, "damage", ()):
+            kind.append("\ndamaged", style="bold red")
         rows.append(
             [
                 Text(str(result.rank)),

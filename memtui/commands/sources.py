@@ -55,7 +55,16 @@ NARROW_RECORDS = 110
 a table (a table of eight fields leaves no room for the content at 80)."""
 
 
-def _record_fields(source: MemorySource, record: SourceRecord) -> list[str]:
+def _state_cell(record: SourceRecord) -> Text:
+    """The record's state, and ``damaged`` after it for a row another writer damaged
+    (``--json`` and the app's detail say what is damaged)."""
+    out = Text(record.state)
+    if record.damage:
+        out.append(" damaged", style="bold red")
+    return out
+
+
+def _record_fields(source: MemorySource, record: SourceRecord) -> list[str | Text]:
     """The fields of one record for the narrow listing, empty ones left out."""
     if source.kind == "memtui":
         meta = record.metadata
@@ -69,7 +78,7 @@ def _record_fields(source: MemorySource, record: SourceRecord) -> list[str]:
             )
             if part
         )
-        fields = [
+        fields: list[str | Text] = [
             f"{record.tier} {record.record_type}",
             str(record.scope.get("tool_name") or ""),
             evidence,
@@ -83,7 +92,7 @@ def _record_fields(source: MemorySource, record: SourceRecord) -> list[str]:
             "" if record.expires_at is None else f"expires {record.expires_at}",
             source.notes(record),
         ]
-    return [field for field in [*fields, record.state] if field]
+    return [field for field in [*fields, _state_cell(record)] if field]
 
 
 def _print_record_lines(source: MemorySource, found: list[SourceRecord], width: int) -> None:
@@ -96,7 +105,7 @@ def _print_record_lines(source: MemorySource, found: list[SourceRecord], width: 
         head = safe_text(_record_label(record.id), limit=60, style="bold")
         for field in _record_fields(source, record):
             head.append(" · ", style="dim")
-            head.append_text(one_line(field, 60))
+            head.append_text(field if isinstance(field, Text) else one_line(field, 60))
         head.stylize(style or "")
         out.print(head, overflow="fold")
         body = one_line(record.content, 2 * (width - indent) - 1)
@@ -136,7 +145,7 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
                 str(meta.get("evidence_grade") or ""),
                 counts,
                 short_time(record.created_at),
-                record.state,
+                _state_cell(record),
             ]
         else:
             cells = [
@@ -146,7 +155,7 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
                 one_line(_scope_text(record), 80),
                 one_line(str(record.created_at or ""), 19),
                 one_line("" if record.expires_at is None else str(record.expires_at), 32),
-                record.state,
+                _state_cell(record),
                 one_line(source.notes(record), 80),
             ]
         table.add_row(

@@ -20,19 +20,31 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from memtui.core.records import MemoryRecord, lenient_text
 from memtui.core.store import (
+    _RECORD_COLUMNS,
+    _TEXT_COLUMNS,
     FTS_TABLE,
     GENESIS_HASH,
     SCHEMA_VERSION,
     SQLITE_MAGIC,
+    _row_to_record,
     _uri_path,
     audit_hash,
+    audit_value_problem,
 )
 
 #: integrity_check lines reported at most (the rest are counted)
 INTEGRITY_LINES = 20
 #: free pages read at most, to tell zeroed ones from ones holding old bytes
 FREE_PAGES_INSPECTED = 65_536
+#: damaged records reported one line each (the ids of the rest on one more line)
+DAMAGED_ROWS_SHOWN = 20
+#: ids of the damaged records past DAMAGED_ROWS_SHOWN listed at most (the rest are counted)
+DAMAGED_IDS_LISTED = 200
+#: metadata longer than this is parsed in full to see whether memtui reads it (a number
+#: of thousands of digits, nesting Python cannot parse); shorter JSON objects always read
+LONG_METADATA = 1000
 
 
 @dataclass(frozen=True)
@@ -381,6 +393,8 @@ def _run_checks(
 
     checker.guarded("fts5", fts5)
     checker.guarded("vectors", lambda: _check_vectors(query, checker, state.get("records")))
+    checker.guarded("rows", lambda: _check_rows(conn, checker))
+    checker.guarded("audit-triggers", lambda: _check_audit_triggers(query, checker))
     checker.guarded("audit", lambda: _check_audit(query, checker, audit_head))
 
     def free() -> None:
@@ -454,7 +468,10 @@ def _check_audit(
         hashes[event] = str(row["hash"])
         if broken is not None:
             continue
-        if row["prev_hash"] != prev_hash:
+        unhashable = audit_value_problem(row)
+        if unhashable is not None:
+            broken = f"event #{event}: {unhashable}"
+        elif row["prev_hash"] != prev_hash:
             after = f"event #{prev_id}" if prev_id else "the start of the log"
             broken = (
                 f"event #{event}: its prev_hash does not match {after} "
@@ -516,6 +533,131 @@ def _check_audit(
             checker.passed("audit-head")
         else:
             checker.problem("audit-head", problem)
+
+
+_APPEND_ONLY = {"audit_events_no_update": "UPDATE", "audit_events_no_delete": "DELETE"}
+
+
+def _refuses(name: str, sql: str) -> bool:
+    """Whether trigger ``name``'s statement still refuses every change it is named for:
+    ``BEFORE <change> ON audit_events``, ``RAISE(ABORT, ...)``, no ``WHEN`` to narrow it."""
+    words = " ".join(sql.lower().replace("(", " ( ").split())
+    head = f"create trigger {name} before {_APPEND_ONLY[name].lower()} on audit_events "
+    return words.startswith(head) and "raise ( abort" in words and " when " not in words
+
+
+def _check_audit_triggers(query: Callable[..., list[Any]], checker: _Checker) -> None:
+    """The triggers that make SQLite refuse an edit or a delete of an audit event.
+
+    Without them the log is no longer append-only: an event can be rewritten or
+    removed with plain SQL (the hash chain still tells an edit, but a log whose
+    newest events went with their sequence entry shows only against a recorded head).
+    """
+    found = {
+        str(name): str(sql or "")
+        for name, sql in query(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = "
+            "'audit_events'"
+        )
+    }
+    clean = True
+    for name in _APPEND_ONLY:
+        what = (
+            f"the audit log's append-only trigger {name} (which refuses every {_APPEND_ONLY[name]})"
+        )
+        if name not in found:
+            clean = False
+            checker.problem(
+                "audit-triggers",
+                f"{what} is missing: another program dropped it, so events can be changed "
+                "without SQLite refusing; memtui check --audit-head with a head recorded "
+                "earlier tells whether the log was rewritten",
+            )
+        elif not _refuses(name, found[name]):
+            clean = False
+            checker.problem(
+                "audit-triggers",
+                f"{what} is not the one memtui created (its statement was changed): it may "
+                "no longer refuse it",
+            )
+    if clean:
+        checker.passed("audit-triggers")
+
+
+def _check_rows(conn: sqlite3.Connection, checker: _Checker) -> None:
+    """Records another writer left unreadable, each by id with what is damaged.
+
+    What every view marks damaged (``MemoryRecord.damage``): a text column holding
+    a BLOB, a number or bytes that are not UTF-8, metadata that is not a JSON object
+    memtui can parse. SQL finds the type and JSON damage; one pass over the raw bytes
+    finds text that is not UTF-8; each suspect is then read as the views read it.
+    """
+    metadata_suspect = (
+        "CASE WHEN typeof(metadata) != 'text' THEN 1 WHEN NOT json_valid(metadata) THEN 1 "
+        "WHEN json_type(metadata) != 'object' THEN 1 ELSE length(metadata) > ? END"
+    )
+    typed = " OR ".join(f"typeof({name}) NOT IN ('text', 'null')" for name in _TEXT_COLUMNS)
+    suspects = {
+        int(row[0])
+        for row in conn.execute(
+            f"SELECT id FROM records WHERE {typed} OR {metadata_suspect}", (LONG_METADATA,)
+        )
+    }
+    raw = " || x'00' || ".join(
+        f"ifnull(CAST({name} AS BLOB), x'')" for name in (*_TEXT_COLUMNS, "metadata")
+    )
+    for record_id, stored in conn.execute(f"SELECT id, CAST({raw} AS BLOB) FROM records"):
+        try:
+            stored.decode("utf-8")
+        except UnicodeDecodeError:
+            suspects.add(int(record_id))
+    damaged = [
+        (record.id, record.damage)
+        for record in _read_records(conn, sorted(suspects))
+        if record.damage
+    ]
+    for record_id, damage in damaged[:DAMAGED_ROWS_SHOWN]:
+        checker.problem(
+            "rows",
+            f"record #{record_id} is damaged (written by another program): {'; '.join(damage)}",
+        )
+    rest = [record_id for record_id, _ in damaged[DAMAGED_ROWS_SHOWN:]]
+    if rest:
+        listed = ", ".join(f"#{i}" for i in rest[:DAMAGED_IDS_LISTED])
+        more = (
+            f" and {len(rest) - DAMAGED_IDS_LISTED} more" if len(rest) > DAMAGED_IDS_LISTED else ""
+        )
+        checker.problem("rows", f"{len(rest)} more damaged records: {listed}{more}")
+    if damaged:
+        checker.note(
+            "rows",
+            f"memtui records {checker.path} --all --json marks each damaged record and its "
+            "stored text; memtui forget erases one",
+        )
+    else:
+        checker.passed("rows")
+
+
+def _read_records(conn: sqlite3.Connection, ids: list[int]) -> list[MemoryRecord]:
+    """The records ``ids`` as the store reads them (text that is not UTF-8 included)."""
+    factory, conn.text_factory = conn.text_factory, lenient_text
+    row_factory, conn.row_factory = conn.row_factory, sqlite3.Row
+    try:
+        records: list[MemoryRecord] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            records.extend(
+                _row_to_record(row)
+                for row in conn.execute(
+                    f"SELECT {_RECORD_COLUMNS} FROM records WHERE id IN ({marks}) ORDER BY id",
+                    chunk,
+                )
+            )
+        return records
+    finally:
+        conn.text_factory = factory
+        conn.row_factory = row_factory
 
 
 def head_problem(hashes: dict[int, str], recorded: AuditHead) -> str | None:

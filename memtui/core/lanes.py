@@ -39,7 +39,8 @@ This module imports no Textual, Rich or click.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sqlite3
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memtui.core.records import SEVERITIES
@@ -75,6 +76,24 @@ _HITS = "CAST(COALESCE(json_extract(metadata, '$.total_successes'), 0) AS INTEGE
 _TRIES = "CAST(COALESCE(json_extract(metadata, '$.total_attempts'), 0) AS INTEGER)"
 _PROVEN_FIRST = "CASE json_extract(metadata, '$.evidence_grade') WHEN 'proven' THEN 0 ELSE 1 END"
 _CONFIDENCE = "COALESCE(json_extract(metadata, '$.confidence'), 0)"
+# A row's metadata as the lanes read it when another writer left some not JSON.
+_READABLE_METADATA = (
+    "(CASE WHEN typeof(metadata) != 'text' THEN '{}' WHEN json_valid(metadata) "
+    "THEN metadata ELSE '{}' END)"
+)
+
+
+def _query(store: MemoryStore, sql: str, params: Sequence[Any]) -> list[Any]:
+    """``store.query`` of a lane; when a row's metadata is not JSON (another program
+    wrote it: ``memtui check`` names it), again with such metadata read as ``{}``, so
+    the lane leaves out what it cannot read instead of failing. Only then: checking
+    every row's metadata first would parse it once more in every lane."""
+    try:
+        return store.query(sql, params)
+    except sqlite3.OperationalError as exc:
+        if "malformed JSON" not in str(exc):
+            raise
+    return store.query(sql.replace("(metadata, '$", f"({_READABLE_METADATA}, '$"), params)
 
 
 # ------------------------------------------------------------------ similarity
@@ -200,7 +219,8 @@ def profile_priors(
     pooled: dict[str, dict[str, Any]] = {}
     for chunk in _chunks(list(similarity)):
         marks = ",".join("?" * len(chunk))
-        rows = store.query(
+        rows = _query(
+            store,
             "SELECT profile_hash, lower(tool_name) AS tool_key, min(tool_name) AS tool, "
             f"SUM({_HITS}) AS hits, SUM({_TRIES}) AS n, group_concat(id) AS ids "
             f"FROM records WHERE {live} AND tool_name IS NOT NULL "
@@ -346,14 +366,14 @@ def host_history(
             "type": row["type"],
             "created_at": row["created_at"],
         }
-        for row in store.query(sql, params)
+        for row in _query(store, sql, params)
     ]
 
 
 def host_history_count(store: MemoryStore, engagement: str, current_run: str | None = None) -> int:
     """How many findings ``host_history`` lists for the engagement, without reading them."""
     rows, params = _history_rows(store, engagement, current_run)
-    return int(store.query(f"SELECT count(*) {rows}", params)[0][0])
+    return int(_query(store, f"SELECT count(*) {rows}", params)[0][0])
 
 
 # ------------------------------------------------------------------ learned tactics
@@ -390,7 +410,7 @@ def learned_tactics(
         f"FROM records WHERE {where}"
         ") WHERE tool_rank <= ? ORDER BY grade_rank, confidence DESC, id"
     )
-    rows = store.query(sql, [*params, int(per_tool_cap)])
+    rows = _query(store, sql, [*params, int(per_tool_cap)])
     out: list[dict[str, Any]] = []
     for row in rows:
         hits, n = int(row["hits"]), int(row["n"])

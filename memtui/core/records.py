@@ -7,10 +7,13 @@ uniform (design.md section 2).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from memtui.core.secrets import mask_json_text
 
 TIERS: tuple[str, ...] = ("working", "episodic", "longterm", "knowledge")
 
@@ -113,6 +116,9 @@ class MemoryRecord:
     expires_at: str | None = None
     refuted: bool = False
     signature: str | None = None
+    damage: tuple[str, ...] = ()
+    """What another writer left unreadable in this row, one phrase per column
+    (``read_row_text``, ``read_metadata``); empty for a sound row."""
 
     def is_expired(self, now: datetime) -> bool:
         """Strict boundary: a record is live only while ``expires_at > now``."""
@@ -139,3 +145,83 @@ class MemoryRecord:
             "expires_at": self.expires_at,
             "metadata": self.metadata,
         }
+
+
+# ---------------------------------------------------------------- damaged rows
+#
+# Another program can write rows into a memtui database that memtui's writers
+# never would: text that is not UTF-8, a BLOB where text belongs, metadata that
+# is not a JSON object. Such a row is read with its damage named, never refused.
+
+
+class UndecodedText(str):
+    """A text column's value that was not valid UTF-8, its bad bytes written ``\\xNN``."""
+
+
+def lenient_text(raw: bytes) -> str:
+    """A SQLite ``text_factory``: UTF-8 text, or ``UndecodedText`` when it is not UTF-8."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return UndecodedText(raw.decode("utf-8", "backslashreplace"))
+
+
+def read_row_text(value: Any) -> tuple[Any, str | None]:
+    """A text column's stored value as text, and what is wrong with it (None when sound).
+
+    NULL stays None. A BLOB, or text that is not UTF-8 (read with ``lenient_text``),
+    becomes text with its bad bytes written ``\\xNN``; a number becomes its digits.
+    """
+    if value is None or (isinstance(value, str) and not isinstance(value, UndecodedText)):
+        return value, None
+    if isinstance(value, UndecodedText):
+        return str(value), "is not valid UTF-8 (its bad bytes are shown as \\xNN)"
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "backslashreplace"), "is a BLOB, not text"
+    return str(value), f"is a number ({type(value).__name__}), not text"
+
+
+RAW_METADATA_KEY = "raw_text"
+"""The one metadata field of a row whose metadata cannot be read: its stored text."""
+RAW_METADATA_CHARS = 2000
+"""At most this much of unreadable metadata is kept to show (the file keeps it all)."""
+
+
+def read_metadata(value: Any) -> tuple[dict[str, Any], str | None]:
+    """The stored metadata as a dict, and what is wrong with it (None when sound).
+
+    Metadata that is not a JSON object (not JSON, a list, nested too deep to
+    parse, a number too long to read) comes back as ``{RAW_METADATA_KEY: text}``:
+    its stored text, cut to ``RAW_METADATA_CHARS``, secret-named fields' values
+    masked (``mask_json_text``), so it shows as raw text but never unmasked.
+    """
+    text, problem = read_row_text(value)
+    if problem is None:
+        if not text:
+            return {}, None
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            problem = "is JSON nested too deep to read"
+        except json.JSONDecodeError as exc:
+            problem = f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        except ValueError:  # an integer of more digits than Python converts
+            problem = "holds a number too long to read"
+        else:
+            if isinstance(data, dict):
+                return data, None
+            problem = f"is a JSON {_json_kind(data)}, not an object"
+    shown = text[:RAW_METADATA_CHARS] + ("…" if len(text) > RAW_METADATA_CHARS else "")
+    return {RAW_METADATA_KEY: mask_json_text(shown)}, f"metadata {problem}"
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "list"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return "number"

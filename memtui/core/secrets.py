@@ -104,6 +104,71 @@ def secret_paths(metadata: Any, *, path: str = "", _depth: int = 0) -> list[str]
     return found
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_OPEN_STRING = re.compile(r'"(?:[^"\\]|\\.)*"?')
+_JSON_SCALAR = re.compile(r"[^,}\]]*")
+
+
+def mask_json_text(text: str) -> str:
+    """JSON text that may not parse, with the value of every secret-named field masked.
+
+    For metadata shown as raw text because it cannot be read as an object: a
+    quoted name followed by ``:`` is a field; when the name looks secret, its
+    value (a string, a bracketed object or list, or a bare word, each possibly
+    cut short) becomes the mask, whatever follows it.
+    """
+    out: list[str] = []
+    position = 0
+    scan = 0
+    while (found := _JSON_STRING.search(text, scan)) is not None:
+        scan = found.end()
+        colon = scan
+        while colon < len(text) and text[colon].isspace():
+            colon += 1
+        if colon >= len(text) or text[colon] != ":" or not is_secret_key(found.group()[1:-1]):
+            continue
+        start = colon + 1
+        while start < len(text) and text[start].isspace():
+            start += 1
+        end = _json_value_end(text, start)
+        if end == start:
+            continue
+        out.append(text[position:start])
+        out.append(f'"{masked_value(None)}"')
+        position = scan = end
+    out.append(text[position:])
+    return "".join(out)
+
+
+def _json_value_end(text: str, start: int) -> int:
+    """Where the JSON value at ``start`` ends (the end of ``text`` when it is cut short)."""
+    if start >= len(text):
+        return start
+    first = text[start]
+    if first == '"':
+        match = _OPEN_STRING.match(text, start)
+        return match.end() if match else len(text)
+    if first not in "[{":
+        match = _JSON_SCALAR.match(text, start)
+        return match.end() if match else start
+    depth = 0
+    position = start
+    while position < len(text):
+        char = text[position]
+        if char == '"':
+            match = _OPEN_STRING.match(text, position)
+            position = match.end() if match else len(text)
+            continue
+        if char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth == 0:
+                return position + 1
+        position += 1
+    return len(text)
+
+
 def value_at(metadata: Any, dotted: str) -> Any:
     """The value at a path produced by ``secret_paths``; KeyError if absent."""
     current = metadata

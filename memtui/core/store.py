@@ -32,8 +32,11 @@ from memtui.core.records import (
     MemoryRecord,
     anonymize_target,
     format_timestamp,
+    lenient_text,
     normalize_endpoint,
     normalize_timestamp,
+    read_metadata,
+    read_row_text,
     tactic_signature,
 )
 from memtui.core.secrets import secret_paths, value_at
@@ -348,6 +351,31 @@ def _stored_timestamp(value: Any) -> str | None:
     return normalize_timestamp(value)
 
 
+AUDIT_TEXT_COLUMNS = (
+    "at",
+    "operator",
+    "action",
+    "record_ids",
+    "tier",
+    "record_type",
+    "signature",
+    "reason",
+    "details",
+    "prev_hash",
+    "hash",
+)
+
+
+def audit_value_problem(row: dict[str, Any]) -> str | None:
+    """Why an audit event's stored values cannot be hashed as memtui wrote them: a
+    column that is not text (a BLOB reason, say), which only another writer stores."""
+    for name in AUDIT_TEXT_COLUMNS:
+        problem = read_row_text(row.get(name))[1]
+        if problem is not None:
+            return f"its {name} {problem}: memtui writes text there, so another program wrote it"
+    return None
+
+
 def audit_hash(prev_hash: str, row: dict[str, Any]) -> str:
     """The chained hash of one audit event over its stored column values."""
     body = [
@@ -636,7 +664,25 @@ class MemoryStore:
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
         """Run one read and fetch every row, so that no read transaction stays open."""
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                if not _undecodable(exc):
+                    raise
+            return self._read_leniently(lambda: self._conn.execute(sql, params).fetchall())
+
+    def _read_leniently(self, read: Callable[[], _T]) -> _T:
+        """``read`` again, with text that is not UTF-8 read as ``UndecodedText``.
+
+        Only after a read met such text (another writer's): the strict default
+        decodes faster, and a row read this way names its damage instead of
+        failing the whole read. Call under the lock.
+        """
+        self._conn.text_factory = lenient_text
+        try:
+            return read()
+        finally:
+            self._conn.text_factory = str
 
     def query_tuples(
         self,
@@ -658,14 +704,24 @@ class MemoryStore:
         """
         with self._lock:
             if when_busy is None and cancelled is None:
-                return self._tuples.execute(sql, params).fetchall()
+                return self._tuples_leniently_on_error(sql, params)
             self._conn.set_progress_handler(
                 _StatementWatch(busy_steps, when_busy, cancelled), _PROGRESS_STEPS
             )
             try:
-                return self._tuples.execute(sql, params).fetchall()
+                return self._tuples_leniently_on_error(sql, params)
             finally:
                 self._conn.set_progress_handler(None, 0)
+
+    def _tuples_leniently_on_error(
+        self, sql: str, params: Sequence[Any] | dict[str, Any]
+    ) -> list[tuple]:
+        try:
+            return self._tuples.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if not _undecodable(exc):
+                raise
+        return self._read_leniently(lambda: self._tuples.execute(sql, params).fetchall())
 
     def side_query(
         self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
@@ -1121,6 +1177,9 @@ class MemoryStore:
         prev_id = 0
         for row in self.query("SELECT * FROM audit_events ORDER BY id"):
             data = dict(row)
+            unhashable = audit_value_problem(data)
+            if unhashable is not None:
+                return f"event #{data['id']}: {unhashable}"
             if data["prev_hash"] != prev_hash:
                 after = f"event #{prev_id}" if prev_id else "the start of the log"
                 return (
@@ -1249,9 +1308,10 @@ class MemoryStore:
         self._conn.executemany("INSERT INTO meta (key, value) VALUES (?, ?)", values)
 
     def _tactic_row(self, signature: str) -> sqlite3.Row | None:
-        return self._conn.execute(
+        rows = self.query(
             f"SELECT {_RECORD_COLUMNS} FROM records WHERE signature = ?", (signature,)
-        ).fetchone()
+        )
+        return rows[0] if rows else None
 
     def record_success(
         self,
@@ -1290,7 +1350,7 @@ class MemoryStore:
                         "and record it afresh if it really works again"
                     )
                 expiry = record.expires_at if expires_at is None else _expiry(expires_at)
-                meta = dict(record.metadata)
+                meta = _rewritable_metadata(record)
                 attempts = int(meta.get("total_attempts", 0)) + 1
                 successes = int(meta.get("total_successes", 0)) + 1
                 _apply_counts(meta, successes, attempts)
@@ -1364,7 +1424,7 @@ class MemoryStore:
             if row is None:
                 return None
             record = _row_to_record(row)
-            meta = dict(record.metadata)
+            meta = _rewritable_metadata(record)
             attempts = int(meta.get("total_attempts", 0)) + 1
             _apply_counts(meta, int(meta.get("total_successes", 0)), attempts)
             if record.refuted:
@@ -1424,7 +1484,7 @@ class MemoryStore:
     def _refute_locked(
         self, record: MemoryRecord, reason: str, operator: str | None, *, action: str
     ) -> int:
-        meta = dict(record.metadata)
+        meta = _rewritable_metadata(record)
         previous_grade = meta.get("evidence_grade")
         meta.update(
             {
@@ -1782,13 +1842,13 @@ class MemoryStore:
             if embedder is not None:
                 last = 0
                 while True:
-                    chunk = self._conn.execute(
+                    chunk = self.query(
                         "SELECT id, content FROM records WHERE id > ? ORDER BY id LIMIT 512",
                         (last,),
-                    ).fetchall()
+                    )
                     if not chunk:
                         break
-                    self._store_vectors([(r[0], r[1]) for r in chunk])
+                    self._store_vectors([(r[0], read_row_text(r[1])[0]) for r in chunk])
                     last = chunk[-1][0]
                     done += len(chunk)
                     if progress:
@@ -1875,12 +1935,10 @@ class MemoryStore:
             key = int(record_id)
         except (TypeError, ValueError):
             raise MemoryStoreError(f"record id must be a whole number, got {record_id!r}") from None
-        row = self._conn.execute(
-            f"SELECT {_RECORD_COLUMNS} FROM records WHERE id = ?", (key,)
-        ).fetchone()
-        if row is None:
+        rows = self.query(f"SELECT {_RECORD_COLUMNS} FROM records WHERE id = ?", (key,))
+        if not rows:
             raise MemoryStoreError(f"no record with id {key}")
-        return _row_to_record(row)
+        return _row_to_record(rows[0])
 
     def forget(self, record_id: int, *, reason: str, operator: str | None = None) -> bool:
         """Erase one record: row, index entries and vector; audited.
@@ -1895,7 +1953,8 @@ class MemoryStore:
             with self._write():
                 record = self._existing(record_id)
                 before = self._vector_cache_identity()
-                self._conn.execute("DELETE FROM records WHERE id = ?", (record.id,))
+                with _delete_refusal(self.path):
+                    self._conn.execute("DELETE FROM records WHERE id = ?", (record.id,))
                 self._purge_index()
                 erasure = self._erase_vector_cache([record.id], before)
                 checks = self._erasure_checks([(record.id, record.content)])
@@ -1940,11 +1999,11 @@ class MemoryStore:
         _require_text(engagement=engagement)
         with self._lock:  # no search between the commit and the cache's carry-over
             with self._write():
-                rows = self._conn.execute(
+                rows = self.query(
                     "SELECT id, tier, record_type, content FROM records WHERE engagement = ? "
                     "ORDER BY id",
                     (engagement,),
-                ).fetchall()
+                )
                 if not rows:
                     raise MemoryStoreError(f"engagement {engagement!r} has no records to forget")
                 by_tier: dict[str, dict[str, int]] = {}
@@ -1954,7 +2013,7 @@ class MemoryStore:
                 ids = [row[0] for row in rows]
                 steps = 2 * len(ids)
                 before = self._vector_cache_identity()
-                with self._vector_triggers_off():
+                with self._vector_triggers_off(), _delete_refusal(self.path):
                     for start in range(0, len(ids), 2000):
                         chunk = ids[start : start + 2000]
                         self._conn.execute(
@@ -1966,7 +2025,7 @@ class MemoryStore:
                 self._purge_index()
                 erasure = self._erase_vector_cache(ids, before)
                 checks = self._erasure_checks(
-                    [(row[0], row[3]) for row in rows],
+                    [(row[0], read_row_text(row[3])[0]) for row in rows],
                     progress=(lambda done: progress(len(ids) + done, steps)) if progress else None,
                 )
                 if erasure.erased is not None:
@@ -2315,30 +2374,92 @@ def _ingest_batch(
     return batch
 
 
+_TEXT_COLUMNS = (
+    "tier",
+    "record_type",
+    "content",
+    "profile_hash",
+    "engagement",
+    "run_id",
+    "tool_name",
+    "url_pattern",
+    "created_at",
+    "expires_at",
+    "signature",
+)
+
+
 def _row_to_record(row: sqlite3.Row) -> MemoryRecord:
+    """A stored row as a record; what another writer left unreadable is named in
+    ``damage`` (see ``read_row_text``, ``read_metadata``), never raised."""
+    fields: dict[str, Any] = {}
+    damage: list[str] = []
+    for name in _TEXT_COLUMNS:
+        value = row[name]
+        if value.__class__ is not str and value is not None:
+            value, problem = read_row_text(value)
+            if problem is not None:
+                damage.append(f"{name} {problem}")
+        fields[name] = value
+    metadata, problem = read_metadata(row["metadata"])
+    if problem is not None:
+        damage.append(problem)
     return MemoryRecord(
         id=row["id"],
-        tier=row["tier"],
-        record_type=row["record_type"],
-        content=row["content"],
-        profile_hash=row["profile_hash"],
-        engagement=row["engagement"],
-        run_id=row["run_id"],
-        tool_name=row["tool_name"],
-        url_pattern=row["url_pattern"],
-        metadata=json.loads(row["metadata"] or "{}"),
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
+        metadata=metadata,
         refuted=bool(row["refuted"]),
-        signature=row["signature"],
+        damage=tuple(damage),
+        **fields,
     )
 
 
+@contextlib.contextmanager
+def _delete_refusal(path: Path | None) -> Iterator[None]:
+    """A delete that the database itself aborted, as the operator's one-line refusal.
+
+    memtui's schema aborts no delete of a record: a trigger (or constraint)
+    another program added did, and the whole forget rolls back with it.
+    """
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        raise MemoryStoreError(
+            f"the database refused the delete: {_shown(str(exc) or 'aborted')} (a trigger "
+            "or constraint that memtui did not create); nothing was erased. Remove it to "
+            f"forget here (sqlite3 {path or 'DB'} .schema shows the triggers)"
+        ) from None
+
+
+def _undecodable(exc: sqlite3.OperationalError) -> bool:
+    """Whether a read failed on stored text that is not UTF-8 (``sqlite3``'s decoding)."""
+    return str(exc).startswith("Could not decode to UTF-8")
+
+
 def _audit_row(row: sqlite3.Row) -> dict[str, Any]:
+    """An audit event with its JSON columns decoded; a value another writer stored that
+    is not text, or not JSON, is kept as its text (``verify_audit`` reports the event)."""
     data = dict(row)
-    data["record_ids"] = json.loads(data["record_ids"])
-    data["details"] = json.loads(data["details"])
+    for name in AUDIT_TEXT_COLUMNS:
+        if name in data:
+            data[name] = read_row_text(data[name])[0]
+    for name in ("record_ids", "details"):
+        try:
+            data[name] = json.loads(data[name])
+        except (TypeError, ValueError, RecursionError):
+            pass
     return data
+
+
+def _rewritable_metadata(record: MemoryRecord) -> dict[str, Any]:
+    """A copy of the record's metadata to change and write back; refused when another
+    writer left the metadata unreadable (writing it back would replace what is stored)."""
+    damaged = [damage for damage in record.damage if damage.startswith("metadata ")]
+    if damaged:
+        raise MemoryStoreError(
+            f"record #{record.id}'s {damaged[0]}, so memtui will not rewrite it; "
+            "forget the record (it was written by another program)"
+        )
+    return dict(record.metadata)
 
 
 def _expiry(value: str | datetime | None) -> str | None:

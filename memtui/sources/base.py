@@ -95,6 +95,8 @@ class SourceRecord:
     expires_at: str | int | None
     state: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    damage: tuple[str, ...] = ()
+    """What another writer left unreadable in the stored row (``MemoryRecord.damage``)."""
 
     @property
     def live(self) -> bool:
@@ -102,8 +104,8 @@ class SourceRecord:
 
     def to_json(self, *, mask: bool = True) -> dict[str, Any]:
         """The ``--json`` shape: id, tier, record_type, content, scope, created_at,
-        expires_at, state, metadata (masked)."""
-        return {
+        expires_at, state, metadata (masked), and ``damage`` for a damaged row."""
+        shape = {
             "id": self.id,
             "tier": self.tier,
             "record_type": self.record_type,
@@ -114,6 +116,9 @@ class SourceRecord:
             "state": self.state,
             "metadata": mask_metadata(self.metadata) if mask else self.metadata,
         }
+        if self.damage:
+            shape["damage"] = list(self.damage)
+        return shape
 
 
 @dataclass(frozen=True)

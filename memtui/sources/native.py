@@ -167,6 +167,7 @@ class NativeSource(MemorySource):
             expires_at=record.expires_at,
             state=state,
             metadata=metadata,
+            damage=record.damage,
         )
 
     def facets(

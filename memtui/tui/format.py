@@ -39,6 +39,7 @@ STATE_STYLES = {
     "deleted": "bold red",
 }
 GRADE_STYLES = {"proven": "green", "hypothesis": "bold yellow"}
+DAMAGE_STYLE = "bold red"
 
 
 @dataclass(frozen=True)
@@ -319,6 +320,11 @@ def record_row(
             word.append(" · ")
             word.append_text(content)
             content = cells["content"] = word
+    if record.damage:
+        mark = Text("damaged", style=DAMAGE_STYLE)
+        mark.append(" · ")
+        mark.append_text(content)
+        content = cells["content"] = mark
     content.no_wrap = True
     content.overflow = "ellipsis"
     if record.state != "live":
@@ -347,7 +353,20 @@ def state_badges(record: SourceRecord, now: datetime) -> Text:
         out.append(" ")
         label = "HYPOTHESIS: re-verify before trusting" if grade == "hypothesis" else "PROVEN"
         out.append_text(_badge(label, GRADE_STYLES.get(str(grade), "")))
+    if record.damage:
+        out.append(" ")
+        out.append_text(_badge("DAMAGED", DAMAGE_STYLE))
     return out
+
+
+def _damage_lines(out: Text, record: SourceRecord) -> None:
+    """What another writer left unreadable in the row, one line each."""
+    out.append("\n")
+    _section(out, "damaged row (written by another program)")
+    for damage in record.damage:
+        out.append("  ")
+        out.append_text(capped(damage, DETAIL_VALUE_CHARS, style=DAMAGE_STYLE))
+        out.append("\n")
 
 
 def _field(out: Text, label: str, value: Any, *, width: int = 12, style: str = "") -> None:
@@ -425,6 +444,8 @@ def record_detail(
             out.append(")")
             out.stylize("dim", len(out) - 1)
         out.append("\n")
+    if record.damage:
+        _damage_lines(out, record)
     out.append("\n")
     _section(out, "content")
     out.append_text(capped(record.content, DETAIL_CONTENT_CHARS, more="press m to show all"))

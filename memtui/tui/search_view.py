@@ -32,7 +32,7 @@ from memtui.render import escape_controls, one_line, safe_text
 from memtui.sources.base import MemorySource, SourceRecord
 from memtui.tui.base import Pane, fill_select
 from memtui.tui.breakdown import KEYWORD_STYLE, VECTOR_STYLE, render_breakdown, score_text
-from memtui.tui.format import fit, plural, refutable
+from memtui.tui.format import DAMAGE_STYLE, fit, plural, refutable
 
 RESULT_LIMIT = 20
 KEYWORD_INDEX = "the keyword index"
@@ -704,6 +704,8 @@ class SearchPane(Pane):
         if record is not None:
             content.append_text(one_line(record.record_type, 12))
             content.append("  ")
+            if record.damage:
+                content.append("damaged · ", style=DAMAGE_STYLE)
             content.append_text(one_line(record.content, 300))
             if not record.live:  # refuted, expired... since the search ran
                 content.stylize("dim")
