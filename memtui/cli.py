@@ -113,7 +113,7 @@ def ingest(corpus: Path, db: Path, embedder: str, operator: str | None) -> None:
                 Path(str(db) + suffix).unlink(missing_ok=True)
         raise
     summary = ", ".join(f"{tier} {n}" for tier, n in counts.items())
-    click.echo(f"ingested {len(ids)} records into {db} ({summary})")
+    click.echo(f"ingested {len(ids)} records into {escape_controls(str(db))} ({summary})")
 
 
 class _LoadingBar:
@@ -296,7 +296,7 @@ def demo(db: Path | None, summary: bool, out: Path | None) -> None:
                     f"cannot write the walkthrough to {escape_controls(str(out))}: "
                     f"{exc.strerror or exc}"
                 ) from None
-            click.echo(f"wrote the walkthrough to {out}")
+            click.echo(f"wrote the walkthrough to {escape_controls(str(out))}")
         return
     if db is not None and db.exists():
         # The default file in the data folder is the demo's own and is rebuilt each
@@ -311,7 +311,7 @@ def demo(db: Path | None, summary: bool, out: Path | None) -> None:
         engagements = store.engagements()
         profiles = store.profiles()
     if summary:
-        click.echo(f"demo database: {path}")
+        click.echo(f"demo database: {escape_controls(str(path))}")
         click.echo("records by tier: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
         click.echo(f"engagements: {', '.join(engagements)}")
         click.echo(f"profiles: {len(profiles)}")

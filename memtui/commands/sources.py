@@ -111,7 +111,10 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
     if width < NARROW_RECORDS:
         _print_record_lines(source, found, width)
         return
-    table = Table(title=f"{len(found)} records · {source.label}", title_justify="left")
+    table = Table(
+        title=safe_text(f"{len(found)} records · {source.label}", style="table.title"),
+        title_justify="left",
+    )
     native = source.kind == "memtui"
     if native:
         columns = ("id", "tier", "type", "tool", "grade", "s/a", "created", "state")
@@ -476,7 +479,10 @@ def cache_list(as_json: bool) -> None:
     if as_json:
         emit_json({"folder": str(cache_root()), "caches": found})
         return
-    table = Table(title=f"{len(found)} cached indexes in {cache_root()}", title_justify="left")
+    table = Table(
+        title=safe_text(f"{len(found)} cached indexes in {cache_root()}", style="table.title"),
+        title_justify="left",
+    )
     for column in ("kind", "store", "rows", "bytes", "built"):
         table.add_column(column, no_wrap=column != "store")
     for item in found:
@@ -497,7 +503,7 @@ def cache_list(as_json: bool) -> None:
 def cache_clear() -> None:
     """Remove every cached index (they are rebuilt on the next search)."""
     removed = clear_caches()
-    click.echo(f"removed {len(removed)} cached index(es) from {cache_root()}")
+    click.echo(f"removed {len(removed)} cached index(es) from {escape_controls(str(cache_root()))}")
 
 
 @click.command()
@@ -573,7 +579,7 @@ def info(db: Path | None, now: str | None, qdrant: dict[str, Any], as_json: bool
                 one_line(item["name"], 80),
                 str(item["points"]),
                 str(item["dims"]),
-                str(item["distance"]),
+                one_line(str(item["distance"]), 20),
                 item["label"],
             )
         out.print(listing)
