@@ -217,6 +217,12 @@ def source_options(*, writes: bool) -> Callable[[Callable[..., Any]], Callable[.
     return decorate
 
 
+def warn_refused(source: MemorySource) -> None:
+    """What the store holds that memtui refused to read (a Qdrant point), a line each on stderr."""
+    for line in getattr(source, "refused", ()):
+        click.echo(f"warning: {escape_controls(line)}", err=True)
+
+
 def console() -> Console:
     """A console that prints no markup and, when piped, is wide enough for a table."""
     width = None if sys.stdout.isatty() else int(os.environ.get("COLUMNS", "160"))

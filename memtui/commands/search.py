@@ -29,6 +29,7 @@ from memtui.commands.common import (
     qdrant_options,
     scope_filters,
     source_options,
+    warn_refused,
 )
 from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.search import (
@@ -153,6 +154,7 @@ def search(
         for shown in (progress, vector_progress):
             if shown is not None:
                 shown.finish()
+        warn_refused(source)
         records = source.get_many(r.id for r in response.results)
         explanations = {}
         if explain:

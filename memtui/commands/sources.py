@@ -32,6 +32,7 @@ from memtui.commands.common import (
     short_time,
     source_argument,
     source_options,
+    warn_refused,
 )
 from memtui.core.check import head_problem, parse_audit_head
 from memtui.render import escape_controls, one_line, safe_text
@@ -210,6 +211,7 @@ def records(
             cursor = page.next_cursor
         if not found and "tier" in filters:
             _check_tier(source, filters["tier"])
+        warn_refused(source)
         if as_json:
             emit_json([r.to_json() for r in found])
             return
@@ -551,7 +553,7 @@ def info(db: Path | None, now: str | None, qdrant: dict[str, Any], as_json: bool
     out.print(Text("scope keys: " + ", ".join(data["scope_keys"])))
     out.print(Text("counts: " + ", ".join(f"{k} {v}" for k, v in data["counts"].items())))
     for note in data["notes"]:
-        loud = ("erasure gap", "interrupted", "the agent is live")
+        loud = ("erasure gap", "interrupted", "the agent is live", "refused")
         style = "bold yellow" if note.startswith(loud) else "dim"
         out.print(safe_text(note, style=style))
     table = Table(title="tiers", title_justify="left")

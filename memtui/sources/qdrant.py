@@ -12,7 +12,9 @@ Reading a folder (no client, no lock, nothing run):
   decoded with ``memtui.sources.safe_pickle``: only the point model's classes
   are admitted (mapped to inert stand-ins), so a crafted point is refused with
   an error naming what it tried to load, and nothing in it runs. qdrant-client
-  is not needed for this.
+  is not needed for this. A point that would cost more than a point can (a
+  list inside itself, nested too deep, a "billion laughs") is refused alone,
+  named in one line (``refused``), and the rest of the collection is read.
 - The folder's ``.lock`` is never taken for reading. Whether a running agent
   holds it is read from ``/proc/locks`` (Linux): then the folder opens
   read-only, with the note "the agent is live", and memtui refuses to write.
@@ -83,6 +85,7 @@ from memtui.sources.base import (
 from memtui.sources.cache import FilterSql, cache_root, fingerprint_text
 from memtui.sources.foreign import BYTE_CHECK_LIMIT, CHECKPOINT_RETRIES, ForeignSqliteSource
 from memtui.sources.safe_pickle import (
+    PickleLimitError,
     StoredPointStruct,
     StoredSparseVector,
     UnsafePickleError,
@@ -494,6 +497,8 @@ class FolderBackend:
         self.storage = collection_path(folder, info.name) / STORAGE_FILE
         self.immutable = False
         self.conn: sqlite3.Connection | None = None
+        #: one line per point the last load refused (the others were read)
+        self.refused: list[str] = []
         if self.storage.exists():
             self.conn = self._connect()
 
@@ -567,8 +572,11 @@ class FolderBackend:
         rows = self.query("SELECT rowid, id, point FROM points ORDER BY rowid DESC")
         seen: dict[int | str, PointData] = {}
         order: list[PointData] = []
+        self.refused = []
         for rowid, key, blob in rows:
             point = self._decode(rowid, key, blob)
+            if point is None:
+                continue
             if point.pid in seen:  # an older copy (legacy key spelling): the newest wins
                 kept = seen[point.pid]
                 kept.rowids = (*kept.rowids, rowid)
@@ -578,11 +586,18 @@ class FolderBackend:
             order.append(point)
         return order
 
-    def _decode(self, rowid: int, key: Any, blob: Any) -> PointData:
+    def _decode(self, rowid: int, key: Any, blob: Any) -> PointData | None:
+        """The point of a row; None for one refused by the unpickler's bounds (noted)."""
         if not isinstance(blob, bytes | bytearray | memoryview):
             raise SourceError(f"{self.storage}: row {rowid} holds no pickled point")
         try:
             obj = load_point(bytes(blob))
+        except PickleLimitError as exc:
+            self.refused.append(
+                f"refused point row {rowid} of {self.storage}: its pickle {exc.reason}; "
+                "the rest of the collection is read (the row is left as it is)"
+            )
+            return None
         except UnsafePickleError as exc:
             raise SourceError(
                 f"refused to read {self.storage}: point row {rowid} is a pickle that loads "
@@ -1013,6 +1028,7 @@ class QdrantSource(ForeignSqliteSource):
                 "the agent is live: read-only (a running client holds the folder's .lock; "
                 "memtui reads storage.sqlite without taking it)"
             )
+        head.extend(self.refused)
         if isinstance(self.backend, FolderBackend) and self.backend.immutable:
             head.append(
                 "storage.sqlite was locked by a writer: read as it is on disk (immutable), "
@@ -1042,6 +1058,12 @@ class QdrantSource(ForeignSqliteSource):
             counts=counts,
             notes=head + notes,
         )
+
+    @property
+    def refused(self) -> list[str]:
+        """One line per point memtui refused to read (the rest of the collection is read)."""
+        self._current()
+        return list(self.backend.refused) if isinstance(self.backend, FolderBackend) else []
 
     def collections(self) -> list[CollectionInfo]:
         """Every collection of the store (for a picker)."""
