@@ -118,7 +118,7 @@ HOSTILE = {
     ),
     "laughs-key": (
         point(payload("key", as_key(laughs(levels=7, tuples=True)))),
-        "uses a container or object as a dict key",
+        "uses a container as a dict key",
     ),
 }
 
@@ -178,8 +178,9 @@ def plant(folder: Path, blob: bytes, n: int = 900) -> int:
 
 def refusal(rowid: int, reason: str) -> re.Pattern[str]:
     return re.compile(
-        rf"refused point row {rowid} of \S+storage\.sqlite: its pickle {re.escape(reason)}"
-        r".*; the rest of the collection is read \(the row is left as it is\)"
+        rf"refused point row {rowid}: its pickle {re.escape(reason)}.* \(collection "
+        r"cyber_autoagent_memories\); the rest of the collection is read \(the row is left as "
+        r"it is\)"
     )
 
 
@@ -228,7 +229,7 @@ def test_a_point_that_would_crash_the_interpreter_is_refused_in_one_line(folder,
     shown = child(tmp_path, "-m", "memtui", "records", str(folder))
     assert shown.returncode == 0, shown.stderr
     assert shown.stderr.count("\n") == 1
-    assert refusal(rowid, "uses a container or object as a dict key").search(shown.stderr)
+    assert refusal(rowid, "uses a container as a dict key").search(shown.stderr)
     assert "Login form at /login" in shown.stdout
 
 
@@ -246,4 +247,20 @@ def test_a_row_key_that_would_crash_the_interpreter_is_refused(tmp_path):
     )
     refused = child(tmp_path, "-c", code, str(key))
     assert refused.returncode == 0, refused.stderr
-    assert refused.stdout.startswith("uses a container or object as a dict key")
+    assert refused.stdout.startswith("uses a container as a dict key")
+
+
+def test_many_refused_points_are_each_named_on_stderr_and_counted_in_the_summary(folder):
+    blob, reason = HOSTILE["self-loop"]
+    rows = [plant(folder, blob, n=900 + i) for i in range(5)]
+    with open_source(folder, clock=fixed_clock) as source:
+        assert len(source.refused) == 5
+        notes = source.summary().notes
+        assert sum(note.startswith("refused point row") for note in notes) == 3
+        assert "and 2 more refused points (memtui records names each, on stderr)" in notes
+    result = CliRunner().invoke(main, ["records", str(folder)])
+    assert result.exit_code == 0
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning")]
+    assert len(warned) == 5
+    for rowid, line in zip(sorted(rows, reverse=True), warned, strict=True):
+        assert refusal(rowid, reason).search(line)

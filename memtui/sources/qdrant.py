@@ -104,6 +104,8 @@ MEM0_COLLECTION = "mem0"
 WEB_CACHE_PATTERN = re.compile(r"^cyber_autoagent_web_search_cache_(\d+)_([0-9a-f]{16})$")
 TEXT_KEYS = ("memory", "data", "text", "content", "page_content", "document", "query")
 BUSY_TIMEOUT_MS = 2000
+#: refused points named one by one in the summary (the rest are counted)
+SHOWN_REFUSALS = 3
 LOAD_BATCH = 512
 
 Clock = Callable[[], datetime]
@@ -594,8 +596,8 @@ class FolderBackend:
             obj = load_point(bytes(blob))
         except PickleLimitError as exc:
             self.refused.append(
-                f"refused point row {rowid} of {self.storage}: its pickle {exc.reason}; "
-                "the rest of the collection is read (the row is left as it is)"
+                f"refused point row {rowid}: its pickle {exc.reason} (collection "
+                f"{self.info.name}); the rest of the collection is read (the row is left as it is)"
             )
             return None
         except UnsafePickleError as exc:
@@ -1028,7 +1030,13 @@ class QdrantSource(ForeignSqliteSource):
                 "the agent is live: read-only (a running client holds the folder's .lock; "
                 "memtui reads storage.sqlite without taking it)"
             )
-        head.extend(self.refused)
+        refused = self.refused
+        head.extend(refused[:SHOWN_REFUSALS])
+        if len(refused) > SHOWN_REFUSALS:
+            head.append(
+                f"and {len(refused) - SHOWN_REFUSALS} more refused points "
+                "(memtui records names each, on stderr)"
+            )
         if isinstance(self.backend, FolderBackend) and self.backend.immutable:
             head.append(
                 "storage.sqlite was locked by a writer: read as it is on disk (immutable), "

@@ -371,8 +371,7 @@ def _require_plain(depths: list[int], what: str) -> None:
     """Refuse anything but plain values (depth 0) where they are hashed."""
     if any(depths):
         raise PickleLimitError(
-            f"uses a container or object as {what} (hashing one can cost its whole "
-            "expanded size; a point's keys are plain values)"
+            f"uses a container as {what} (hashing one costs its whole expanded size)"
         )
 
 
