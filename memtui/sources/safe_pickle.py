@@ -353,10 +353,6 @@ def _step(op: _Op, stack: list[int], marks: list[int]) -> int:
             stack.append(made)
             return made
         taken = max(taken, *below)
-    if op.in_place:
-        made = max(stack[-1], taken + 1)
-        stack[-1] = made
-        return made
     made = 0
     for plain in op.pushes:
         if plain is None:
@@ -395,7 +391,7 @@ def check_shape(root: Any) -> None:
     twice (shared by reference) is counted each time, as printing or indexing it
     would expand it. Dict keys are plain (``check_opcodes``): counted, not walked.
     """
-    values = 0
+    values = 1
     text = 0
     on_path: set[int] = set()  # the containers from the root down to the one walked
     pending: list[tuple[Any, int]] = [(root, 1)]  # (value, depth); depth 0: leave a container
@@ -404,7 +400,6 @@ def check_shape(root: Any) -> None:
         if depth == 0:
             on_path.discard(id(value))
             continue
-        values += 1
         if isinstance(value, _LEAVES):
             text += len(value)
             if text > MAX_TEXT:
@@ -415,15 +410,17 @@ def check_shape(root: Any) -> None:
             continue
         if isinstance(value, dict):
             children: Any = value.values()
-            values += len(value)
+            values += 2 * len(value)
             text += sum(len(key) for key in value if isinstance(key, _LEAVES))
         elif type(value) is list and value and _is_vector(value):
             values += len(value)
             children = ()
         elif isinstance(value, _CONTAINERS):
             children = value
+            values += len(value)
         elif isinstance(value, _Model):
             children = (value.fields,)
+            values += 1
         else:
             continue
         if id(value) in on_path:
