@@ -114,7 +114,7 @@ def ingest(corpus: Path, db: Path, embedder: str, operator: str | None) -> None:
                 Path(str(db) + suffix).unlink(missing_ok=True)
         raise
     summary = ", ".join(f"{tier} {n}" for tier, n in counts.items())
-    click.echo(f"ingested {len(ids)} records into {db} ({summary})")
+    click.echo(f"ingested {len(ids)} records into {escape_controls(str(db))} ({summary})")
 
 
 class _LoadingBar:
@@ -373,7 +373,7 @@ def demo(db: Path | None, summary: bool, reset: bool, out: Path | None) -> None:
                     f"cannot write the walkthrough to {escape_controls(str(out))}: "
                     f"{exc.strerror or exc}"
                 ) from None
-            click.echo(f"wrote the walkthrough to {out}")
+            click.echo(f"wrote the walkthrough to {escape_controls(str(out))}")
         return
     path, said = prepare_demo_db(db, reset)
     click.echo(said)

@@ -51,13 +51,22 @@ class DefaultCommandGroup(click.Group):
 
 
 class ErrorReportingGroup(DefaultCommandGroup):
-    """Expected failures become one line on stderr and exit status 1, never a traceback."""
+    """Expected failures become one line on stderr and exit status 1, never a traceback.
+
+    Every error message is shown with its control characters escaped: click's own
+    (a path it refuses) and ours name paths and store strings.
+    """
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except EXPECTED_ERRORS as exc:
             raise click.ClickException(escape_controls(str(exc))) from None
+        except click.ClickException as exc:
+            # click types the message Final; replacing it keeps the exception's own class
+            # (its usage line, its exit status, help for a bare group).
+            exc.message = escape_controls(exc.message, keep_lines=True)  # type: ignore[misc]
+            raise
 
 
 def fixed_clock() -> Callable[[], datetime] | None:
@@ -206,6 +215,12 @@ def source_options(*, writes: bool) -> Callable[[Callable[..., Any]], Callable[.
         return func
 
     return decorate
+
+
+def warn_refused(source: MemorySource) -> None:
+    """What the store holds that memtui refused to read (a Qdrant point), a line each on stderr."""
+    for line in getattr(source, "refused", ()):
+        click.echo(f"warning: {escape_controls(line)}", err=True)
 
 
 def console() -> Console:

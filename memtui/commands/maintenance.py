@@ -68,7 +68,8 @@ def compact(db: Path, operator: str | None) -> None:
         result = store.compact()
         event = store.last_event_id
     click.echo(
-        f"compacted {db}: {result['free_pages_before']} free pages removed (audit event #{event})"
+        f"compacted {escape_controls(str(db))}: {result['free_pages_before']} free pages removed "
+        f"(audit event #{event})"
     )
 
 

@@ -29,6 +29,7 @@ from memtui.commands.common import (
     qdrant_options,
     scope_filters,
     source_options,
+    warn_refused,
 )
 from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.search import (
@@ -39,7 +40,7 @@ from memtui.core.search import (
     check_weights,
 )
 from memtui.core.store import MemoryStoreError
-from memtui.render import one_line, safe_text
+from memtui.render import escape_controls, one_line, safe_text
 from memtui.sources import SourceRecord
 
 
@@ -134,7 +135,7 @@ def search(
         source.check_filters(filters)
         progress = None
         if source.kind != "memtui" and not source.index_status()["ready"]:
-            progress = _StderrProgress(f"indexing {source.label} for search")
+            progress = _StderrProgress(f"indexing {escape_controls(source.label)} for search")
         vector_progress = _StderrProgress(
             "building the vector cache (once after vectors change)", after=QUIET_BUILD_SECONDS
         )
@@ -153,6 +154,7 @@ def search(
         for shown in (progress, vector_progress):
             if shown is not None:
                 shown.finish()
+        warn_refused(source)
         records = source.get_many(r.id for r in response.results)
         explanations = {}
         if explain:
@@ -805,9 +807,12 @@ def reindex(db: Path, embedder_name: str, operator: str | None) -> None:
                 ) from None
         event = store.last_event_id
     if embedder is None:
-        click.echo(f"dropped every vector of {db}: search is keyword only (audit event #{event})")
+        click.echo(
+            f"dropped every vector of {escape_controls(str(db))}: search is keyword only "
+            f"(audit event #{event})"
+        )
     else:
         click.echo(
-            f"re-indexed {count} records of {db} with {embedder.name} "
+            f"re-indexed {count} records of {escape_controls(str(db))} with {embedder.name} "
             f"({embedder.dim} dims) (audit event #{event})"
         )

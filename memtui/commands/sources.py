@@ -32,6 +32,7 @@ from memtui.commands.common import (
     short_time,
     source_argument,
     source_options,
+    warn_refused,
 )
 from memtui.core.check import head_problem, parse_audit_head
 from memtui.render import escape_controls, one_line, safe_text
@@ -120,7 +121,10 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
     if width < NARROW_RECORDS:
         _print_record_lines(source, found, width)
         return
-    table = Table(title=f"{len(found)} records · {source.label}", title_justify="left")
+    table = Table(
+        title=safe_text(f"{len(found)} records · {source.label}", style="table.title"),
+        title_justify="left",
+    )
     native = source.kind == "memtui"
     if native:
         columns = ("id", "tier", "type", "tool", "grade", "s/a", "created", "state")
@@ -216,6 +220,7 @@ def records(
             cursor = page.next_cursor
         if not found and "tier" in filters:
             _check_tier(source, filters["tier"])
+        warn_refused(source)
         if as_json:
             emit_json([r.to_json() for r in found])
             return
@@ -487,7 +492,10 @@ def cache_list(as_json: bool) -> None:
     if as_json:
         emit_json({"folder": str(cache_root()), "caches": found})
         return
-    table = Table(title=f"{len(found)} cached indexes in {cache_root()}", title_justify="left")
+    table = Table(
+        title=safe_text(f"{len(found)} cached indexes in {cache_root()}", style="table.title"),
+        title_justify="left",
+    )
     for column in ("kind", "store", "rows", "bytes", "built"):
         table.add_column(column, no_wrap=column != "store")
     for item in found:
@@ -508,7 +516,7 @@ def cache_list(as_json: bool) -> None:
 def cache_clear() -> None:
     """Remove every cached index (they are rebuilt on the next search)."""
     removed = clear_caches()
-    click.echo(f"removed {len(removed)} cached index(es) from {cache_root()}")
+    click.echo(f"removed {len(removed)} cached index(es) from {escape_controls(str(cache_root()))}")
 
 
 @click.command()
@@ -556,7 +564,7 @@ def info(db: Path | None, now: str | None, qdrant: dict[str, Any], as_json: bool
     out.print(Text("scope keys: " + ", ".join(data["scope_keys"])))
     out.print(Text("counts: " + ", ".join(f"{k} {v}" for k, v in data["counts"].items())))
     for note in data["notes"]:
-        loud = ("erasure gap", "interrupted", "the agent is live")
+        loud = ("erasure gap", "interrupted", "the agent is live", "refused")
         style = "bold yellow" if note.startswith(loud) else "dim"
         out.print(safe_text(note, style=style))
     table = Table(title="tiers", title_justify="left")
@@ -584,7 +592,7 @@ def info(db: Path | None, now: str | None, qdrant: dict[str, Any], as_json: bool
                 one_line(item["name"], 80),
                 str(item["points"]),
                 str(item["dims"]),
-                str(item["distance"]),
+                one_line(str(item["distance"]), 20),
                 item["label"],
             )
         out.print(listing)

@@ -12,7 +12,9 @@ Reading a folder (no client, no lock, nothing run):
   decoded with ``memtui.sources.safe_pickle``: only the point model's classes
   are admitted (mapped to inert stand-ins), so a crafted point is refused with
   an error naming what it tried to load, and nothing in it runs. qdrant-client
-  is not needed for this.
+  is not needed for this. A point that would cost more than a point can (a
+  list inside itself, nested too deep, a "billion laughs") is refused alone,
+  named in one line (``refused``), and the rest of the collection is read.
 - The folder's ``.lock`` is never taken for reading. Whether a running agent
   holds it is read from ``/proc/locks`` (Linux): then the folder opens
   read-only, with the note "the agent is live", and memtui refuses to write.
@@ -89,6 +91,7 @@ from memtui.sources.foreign import (
     forgotten_bytes_gone,
 )
 from memtui.sources.safe_pickle import (
+    PickleLimitError,
     StoredPointStruct,
     StoredSparseVector,
     UnsafePickleError,
@@ -107,6 +110,8 @@ MEM0_COLLECTION = "mem0"
 WEB_CACHE_PATTERN = re.compile(r"^cyber_autoagent_web_search_cache_(\d+)_([0-9a-f]{16})$")
 TEXT_KEYS = ("memory", "data", "text", "content", "page_content", "document", "query")
 BUSY_TIMEOUT_MS = 2000
+#: refused points named one by one in the summary (the rest are counted)
+SHOWN_REFUSALS = 3
 LOAD_BATCH = 512
 
 Clock = Callable[[], datetime]
@@ -501,6 +506,8 @@ class FolderBackend:
         self.immutable = False
         self.conn: sqlite3.Connection | None = None
         self.identity = FileIdentity.of(self.storage)  # before it is opened
+        #: one line per point the last load refused (the others were read)
+        self.refused: list[str] = []
         if self.storage.exists():
             self.conn = self._connect()
 
@@ -574,8 +581,11 @@ class FolderBackend:
         rows = self.query("SELECT rowid, id, point FROM points ORDER BY rowid DESC")
         seen: dict[int | str, PointData] = {}
         order: list[PointData] = []
+        self.refused = []
         for rowid, key, blob in rows:
             point = self._decode(rowid, key, blob)
+            if point is None:
+                continue
             if point.pid in seen:  # an older copy (legacy key spelling): the newest wins
                 kept = seen[point.pid]
                 kept.rowids = (*kept.rowids, rowid)
@@ -585,11 +595,18 @@ class FolderBackend:
             order.append(point)
         return order
 
-    def _decode(self, rowid: int, key: Any, blob: Any) -> PointData:
+    def _decode(self, rowid: int, key: Any, blob: Any) -> PointData | None:
+        """The point of a row; None for one refused by the unpickler's bounds (noted)."""
         if not isinstance(blob, bytes | bytearray | memoryview):
             raise SourceError(f"{self.storage}: row {rowid} holds no pickled point")
         try:
             obj = load_point(bytes(blob))
+        except PickleLimitError as exc:
+            self.refused.append(
+                f"refused point row {rowid}: its pickle {exc.reason} (collection "
+                f"{self.info.name}); the rest of the collection is read (the row is left as it is)"
+            )
+            return None
         except UnsafePickleError as exc:
             raise SourceError(
                 f"refused to read {self.storage}: point row {rowid} is a pickle that loads "
@@ -1026,6 +1043,13 @@ class QdrantSource(ForeignSqliteSource):
                 "the agent is live: read-only (a running client holds the folder's .lock; "
                 "memtui reads storage.sqlite without taking it)"
             )
+        refused = self.refused
+        head.extend(refused[:SHOWN_REFUSALS])
+        if len(refused) > SHOWN_REFUSALS:
+            head.append(
+                f"and {len(refused) - SHOWN_REFUSALS} more refused points "
+                "(memtui records names each, on stderr)"
+            )
         if isinstance(self.backend, FolderBackend) and self.backend.immutable:
             head.append(
                 "storage.sqlite was locked by a writer: read as it is on disk (immutable), "
@@ -1055,6 +1079,12 @@ class QdrantSource(ForeignSqliteSource):
             counts=counts,
             notes=head + notes,
         )
+
+    @property
+    def refused(self) -> list[str]:
+        """One line per point memtui refused to read (the rest of the collection is read)."""
+        self._current()
+        return list(self.backend.refused) if isinstance(self.backend, FolderBackend) else []
 
     def collections(self) -> list[CollectionInfo]:
         """Every collection of the store (for a picker)."""
