@@ -157,7 +157,7 @@ def test_a_hostile_database_file_name_is_escaped_in_every_line(tmp_path, corpus)
 
 def test_demo_names_its_hostile_paths_escaped(tmp_path):
     db = tmp_path / f"demo{NAME}.db"
-    assert f"demo database: {escape_controls(str(db))}" in run("demo", "--summary", "--db", db)
+    assert f"demo database at {escape_controls(str(db))} " in run("demo", "--summary", "--db", db)
     out = tmp_path / f"walk{NAME}.json"
     assert f"walkthrough to {escape_controls(str(out))}" in run("demo", "--out", out)
 
