@@ -813,10 +813,14 @@ def test_cli_unknown_embedder_is_one_line(runner, cli_db):
     assert "unknown embedder 'bert'" in one_error_line(result)
 
 
-def test_cli_empty_query_says_why(runner, cli_db):
-    result = runner.invoke(main, ["search", str(cli_db), "*** ..."])
-    assert result.exit_code == 0
-    assert "empty query" in result.stdout
+@pytest.mark.parametrize("query", ["", "   ", "***", "*** ...", "…", "\x1b[\x07"])
+def test_cli_empty_query_is_an_error_that_says_why(runner, cli_db, query):
+    for args in (["search", str(cli_db), query], ["search", str(cli_db), query, "--json"]):
+        result = runner.invoke(main, args)
+        line = one_error_line(result)
+        assert line.startswith("Error: empty query: nothing searchable is left"), line
+        assert line.endswith("give a word to search for") and "\x1b" not in line
+        assert result.stdout == ""
 
 
 def test_cli_reindex_switches_the_embedder(runner, cli_db):

@@ -37,9 +37,11 @@ from memtui.core.search import (
     SearchResponse,
     SearchResult,
     check_weights,
+    empty_query_note,
+    sanitize_query,
 )
 from memtui.core.store import MemoryStoreError
-from memtui.render import one_line, safe_text
+from memtui.render import escape_controls, one_line, plural, safe_text
 from memtui.sources import SourceRecord
 
 
@@ -52,9 +54,17 @@ def _parse_weights(
     try:
         if len(parts) != 2:
             raise ValueError("give two numbers, keyword then vector, e.g. 0.5,0.5")
-        return check_weights((float(parts[0]), float(parts[1])))
+        weights = check_weights((float(parts[0]), float(parts[1])))
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    keyword, vector = (weight_text(weights[lane]) for lane in ("keyword", "vector"))
+    total = Decimal(keyword) + Decimal(vector)  # as typed: 0.1 + 0.9 is exactly 1
+    if total != 1:
+        raise click.BadParameter(
+            f"the weights must add up to 1, got {keyword} + {vector} = {total} (e.g. 0.4,0.6): "
+            "otherwise scores leave 0..1 and cannot be compared with other searches"
+        )
+    return weights
 
 
 @click.command()
@@ -82,7 +92,7 @@ def _parse_weights(
     callback=_parse_weights,
     default=None,
     metavar="KW,VEC",
-    help="Lane weights, e.g. 0.5,0.5 (default 0.3,0.7).",
+    help="Lane weights adding up to 1, e.g. 0.5,0.5 (default 0.3,0.7).",
 )
 @filter_options
 @source_options(writes=False)
@@ -124,6 +134,8 @@ def search(
         raise click.UsageError("give the store and the query: DB QUERY")
     else:
         raise click.UsageError("too many arguments: DB QUERY (quote a query of several words)")
+    if not sanitize_query(query):  # refused before a store is opened or indexed
+        raise _empty_query(empty_query_note(query))
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
     embedder = None
     if embedder_name is not None:
@@ -153,6 +165,8 @@ def search(
         for shown in (progress, vector_progress):
             if shown is not None:
                 shown.finish()
+        if response.trace["empty_query"]:  # the index's tokenizer found no word either
+            raise _empty_query(response.trace["note"])
         records = source.get_many(r.id for r in response.results)
         explanations = {}
         if explain:
@@ -174,6 +188,10 @@ def search(
         if explain:
             for result in response.results:
                 _print_explanation(out, result, records.get(result.id), explanations, pools, places)
+
+
+def _empty_query(note: str) -> click.ClickException:
+    return click.ClickException(f"{escape_controls(note)}; give a word to search for")
 
 
 QUIET_BUILD_SECONDS = 0.5
@@ -571,7 +589,8 @@ def _print_header(out: Console, response: SearchResponse, places: dict[str, int]
         return
     shown = len(response.results)
     note = " (truncated: raise --limit to see more)" if trace["truncated"] else ""
-    out.print(Text(f"showing {shown} of {trace['candidates']} candidates{note}", style="dim"))
+    of = plural(trace["candidates"], "candidate")
+    out.print(Text(f"showing {shown} of {of}{note}", style="dim"))
 
 
 # ---------------------------------------------------------------- the table
@@ -766,7 +785,8 @@ def _print_explanation(
     raw = result.trace["keyword"]["raw"]
     if _fmt(raw) != _fmt(detail["total"]):
         line += f" (keyword raw {_fmt(raw)})"
-    line += f"; N = {detail['rows']} rows, k1 = 1.2, b = 0.75"
+    rows = detail["rows"]
+    line += f"; N = {rows} row{'' if rows == 1 else 's'}, k1 = 1.2, b = 0.75"
     out.print(Text(line, style="dim"))
 
 
@@ -806,6 +826,6 @@ def reindex(db: Path, embedder_name: str, operator: str | None) -> None:
         click.echo(f"dropped every vector of {db}: search is keyword only (audit event #{event})")
     else:
         click.echo(
-            f"re-indexed {count} records of {db} with {embedder.name} "
+            f"re-indexed {plural(count, 'record')} of {db} with {embedder.name} "
             f"({embedder.dim} dims) (audit event #{event})"
         )
