@@ -265,15 +265,18 @@ def _terms_lines(
     assert lane.raw is not None
     width = max((len(t["term"]) for t in terms), default=4)
     width = min(max(width, 10), 18)
+    arrow = 0
     for term, idf, contribution in zip(terms, shown.idf, shown.contributions, strict=True):
         out.append(INDENT)
         out.append_text(safe_text(term["term"][:18].ljust(width), style=KEYWORD_STYLE))
-        out.append(f"  df {term['df']:>3}  idf {idf}  tf {term['tf']:>2}  → ", style="dim")
+        row = f"  df {term['df']:>3}  idf {idf}  tf {term['tf']:>2}  → "
+        arrow = max(arrow, width + len(row))
+        out.append(row, style="dim")
         out.append(contribution)
         out.append("\n")
     if shown.remainder is not None:  # what rounding each term to the nearest left over
         out.append(INDENT)
-        out.append("(rounding)".ljust(width) + "  → ", style="dim")
+        out.append("(rounding)".ljust(arrow - 2) + "→ ", style="dim")
         out.append(shown.remainder, style="dim")
         out.append("\n")
     raw = shown.number(lane.raw)
