@@ -30,7 +30,7 @@ from memtui.core.corpus import load_corpus
 from memtui.core.embed import DEFAULT_EMBEDDER_NAME, resolve_embedder
 from memtui.core.secrets import secret_paths
 from memtui.core.store import MemoryStore, MemoryStoreError
-from memtui.render import escape_controls
+from memtui.render import escape_controls, plural
 
 
 @click.group(cls=ErrorReportingGroup, default_command="open")
@@ -114,7 +114,7 @@ def ingest(corpus: Path, db: Path, embedder: str, operator: str | None) -> None:
                 Path(str(db) + suffix).unlink(missing_ok=True)
         raise
     summary = ", ".join(f"{tier} {n}" for tier, n in counts.items())
-    click.echo(f"ingested {len(ids)} records into {escape_controls(str(db))} ({summary})")
+    click.echo(f"ingested {plural(len(ids), 'record')} into {escape_controls(str(db))} ({summary})")
 
 
 class _LoadingBar:
@@ -210,8 +210,11 @@ def forget_scope(
         parts = [
             f"{tier}/{rtype} {n}" for tier, types in radius.items() for rtype, n in types.items()
         ]
-        click.echo(f"engagement '{name}': {total} records ({', '.join(parts)})")
-        confirm_or_abort(f"Forget all {total} records? This cannot be undone", assume_yes)
+        click.echo(f"engagement '{name}': {plural(total, 'record')} ({', '.join(parts)})")
+        every = "all " if total > 1 else ""
+        confirm_or_abort(
+            f"Forget {every}{plural(total, 'record')}? This cannot be undone", assume_yes
+        )
         source.require_same_path()  # the file may have been replaced while we asked
         count = source.forget_scope(engagement=engagement, reason=reason, operator=operator)
         # A memtui database returns a ScopeForgetResult: the count, how erasure went and
@@ -231,7 +234,7 @@ def forget_scope(
     events = f"audit event #{event_id}"
     if incomplete is not None:
         events = f"audit events #{event_id} forget-scope, #{incomplete} erasure-incomplete"
-    click.echo(f"forgot {int(count)} records of engagement '{name}': {status} ({events})")
+    click.echo(f"forgot {plural(int(count), 'record')} of engagement '{name}': {status} ({events})")
     if not verified:
         sys.exit(3)
 

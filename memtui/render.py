@@ -100,3 +100,9 @@ def safe_text(
 def one_line(value: object, limit: int = 200) -> Text:
     """Untrusted text for a table cell: one line, escapes visible, truncated."""
     return safe_text(value, limit=limit)
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``1 record``, ``47,226 records``: thousands separated; ``many`` for an irregular
+    plural (``plural(2, "cached index", "cached indexes")``)."""
+    return f"{count:,} " + (word if count == 1 else many or f"{word}s")

@@ -258,3 +258,65 @@ def test_migrate_refuses_what_is_not_a_memtui_database(runner, tmp_path, make, m
     conn.close()
     line = one_error_line(runner.invoke(main, ["migrate", str(foreign)]))
     assert "not a memtui one" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["search", "{db}"], "give the store and the query: DB QUERY"),
+        (["search", "{db}", "a", "b"], "too many arguments"),
+        (["search", "{db}", "sql", "--limit", "0"], "Invalid value for '--limit'"),
+        (["records", "{db}", "--bogus"], "No such option '--bogus'"),
+        (["--bogus"], "No such option '--bogus'"),
+        (["cache", "bogus"], "No such command 'bogus'"),
+        (["records", "{db}", "--x\x1b[2J"], "No such option '--x\\x1b[2J'"),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_help_to_read(runner, cli_db, args, message):
+    result = runner.invoke(main, [a.format(db=cli_db) for a in args])
+    line = one_error_line(result)
+    assert result.exit_code == 2
+    assert line.startswith("Error: ") and message in line, line
+    command = " ".join(["main", *[a for a in args[:1] if a in ("search", "records", "cache")]])
+    assert line.endswith(f"(see '{command} --help')"), line
+    assert "\x1b" not in line
+
+
+@pytest.mark.parametrize(
+    ("weights", "shown"),
+    [("0.5,0.7", "0.5 + 0.7 = 1.2"), ("0.1,0.2", "0.1 + 0.2 = 0.3"), ("2,0", "2.0 + 0.0 = 2.0")],
+)
+def test_weights_that_do_not_add_up_to_1_are_refused(runner, cli_db, weights, shown):
+    result = runner.invoke(main, ["search", str(cli_db), "items", "--weights", weights])
+    line = one_error_line(result)
+    assert f"the weights must add up to 1, got {shown}" in line
+
+
+@pytest.mark.parametrize("weights", ["0.1,0.9", "0.45,0.55", "1,0", "0,1"])
+def test_weights_that_add_up_to_1_are_taken(runner, cli_db, weights):
+    result = runner.invoke(main, ["search", str(cli_db), "items", "--weights", weights, "--json"])
+    assert result.exit_code == 0, result.output
+    kw, vec = (float(w) for w in weights.split(","))
+    assert json.loads(result.stdout)["trace"]["weights"] == {"keyword": kw, "vector": vec}
+
+
+def test_counts_of_one_are_singular(runner, tmp_path):
+    corpus = tmp_path / "one.json"
+    corpus.write_text(
+        json.dumps(
+            [{"tier": "episodic", "record_type": "note", "content": "puffin", "engagement": "solo"}]
+        )
+    )
+    db = tmp_path / "one.db"
+    said = runner.invoke(main, ["ingest", str(corpus), "--db", str(db)]).output
+    assert "ingested 1 record into" in said
+    assert runner.invoke(main, ["records", str(db)]).output.startswith("1 record · ")
+    assert "showing 1 of 1 candidate\n" in runner.invoke(main, ["search", str(db), "puffin"]).output
+    audit = runner.invoke(main, ["audit", str(db)]).output  # the ingest's summary event
+    assert audit.split("\n")[0].rstrip() == "1 audit event"
+    verify = runner.invoke(main, ["audit", "verify", str(db)]).output
+    assert verify.startswith("audit chain verified: 1 event"), verify
+    assert "over 1 record (audit event" in runner.invoke(main, ["reindex-text", str(db)]).output
+    scope = ["forget-scope", str(db), "--engagement", "solo", "--reason", "r", "--yes"]
+    said = runner.invoke(main, scope).output
+    assert "engagement 'solo': 1 record (" in said and "forgot 1 record of engagement" in said

@@ -730,18 +730,18 @@ def test_cli_search_explain_shows_the_arithmetic(runner, cli_db):
     assert "terms: sql · injection · items · api" in out
     assert (
         "  keyword  raw 5.0891087 → (5.0891087 − 4.1285918) / (5.0891087 − 4.1285918) "
-        "= 1.000000 × 0.3 = 0.300000"
+        "= 1.000000 × 0.3 = 0.3000000"
     ) in out
     assert (
         "  vector   raw 0.54772256 → (0.54772256 − 0.05227084) / (0.56195149 − 0.05227084) "
-        "= 0.972083 × 0.7 = 0.680458"
+        "= 0.972083 × 0.7 = 0.6804581"
     ) in out
-    assert "  score    0.300000 + 0.680458 = 0.980458   adds up: yes" in out
+    assert "  score    0.3000000 + 0.6804581 = 0.9804581 ≈ 0.980458   adds up: yes" in out
     assert out.count("adds up: yes") == 10
     assert "adds up: NO" not in out
     assert "BM25 by term" in out and "contribution" in out
     assert "keyword pool: 8 matches, -bm25 min 4.1285918, max 5.0891087" in out
-    assert "  keyword  not found by this lane → 0 × 0.3 = 0.000000" in out
+    assert "  keyword  not found by this lane → 0 × 0.3 = 0 " in out
     assert "sum 5.089109 = -bm25() 5.089109" in out
 
 
@@ -813,10 +813,14 @@ def test_cli_unknown_embedder_is_one_line(runner, cli_db):
     assert "unknown embedder 'bert'" in one_error_line(result)
 
 
-def test_cli_empty_query_says_why(runner, cli_db):
-    result = runner.invoke(main, ["search", str(cli_db), "*** ..."])
-    assert result.exit_code == 0
-    assert "empty query" in result.stdout
+@pytest.mark.parametrize("query", ["", "   ", "***", "*** ...", "…", "\x1b[\x07"])
+def test_cli_empty_query_is_an_error_that_says_why(runner, cli_db, query):
+    for args in (["search", str(cli_db), query], ["search", str(cli_db), query, "--json"]):
+        result = runner.invoke(main, args)
+        line = one_error_line(result)
+        assert line.startswith("Error: empty query: nothing searchable is left"), line
+        assert line.endswith("give a word to search for") and "\x1b" not in line
+        assert result.stdout == ""
 
 
 def test_cli_reindex_switches_the_embedder(runner, cli_db):

@@ -586,7 +586,7 @@ def test_the_cache_is_rebuilt_when_the_store_changes_and_can_be_cleared(plain, t
     listed = runner.invoke(main, ["cache", "list", "--json"])
     assert len(json.loads(listed.output)["caches"]) == 2
     cleared = runner.invoke(main, ["cache", "clear"])
-    assert cleared.exit_code == 0 and "removed 2 cached index(es)" in cleared.output
+    assert cleared.exit_code == 0 and "removed 2 cached indexes" in cleared.output
     assert list_caches() == []
     assert sorted(p.name for p in plain.parent.iterdir()) == ["langgraph_store.sqlite"]
 

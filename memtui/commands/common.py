@@ -50,18 +50,53 @@ class DefaultCommandGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
+class OneLineUsageError(click.UsageError):
+    """A usage error as one line: what is wrong, then the ``--help`` to read (exit status 2)."""
+
+    def __init__(self, error: click.UsageError, fallback: click.Context) -> None:
+        ctx = error.ctx or fallback
+        message = escape_controls(error.format_message()).rstrip(".")
+        super().__init__(f"{message} (see '{ctx.command_path} --help')", ctx=ctx)
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"Error: {self.format_message()}", file=file, err=True)
+
+
+def one_line_usage(error: click.UsageError, ctx: click.Context) -> click.UsageError:
+    """``error`` as one line, except a bare group's help (``memtui audit`` alone)."""
+    if isinstance(error, (click.exceptions.NoArgsIsHelpError, OneLineUsageError)):
+        return error
+    return OneLineUsageError(error, ctx)
+
+
 class ErrorReportingGroup(DefaultCommandGroup):
-    """Expected failures become one line on stderr and exit status 1, never a traceback.
+    """Expected failures become one line on stderr and exit status 1, never a traceback;
+    usage errors one line too, naming the ``--help`` to read (exit status 2).
 
     Every error message is shown with its control characters escaped: click's own
     (a path it refuses) and ours name paths and store strings.
     """
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            fallback = click.Context(self, info_name=info_name, parent=parent)
+            raise one_line_usage(exc, fallback) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except EXPECTED_ERRORS as exc:
             raise click.ClickException(escape_controls(str(exc))) from None
+        except click.UsageError as exc:
+            raise one_line_usage(exc, ctx) from None
         except click.ClickException as exc:
             # click types the message Final; replacing it keeps the exception's own class
             # (its usage line, its exit status, help for a bare group).

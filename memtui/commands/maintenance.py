@@ -17,7 +17,7 @@ from memtui.commands.common import (
 )
 from memtui.core.check import AuditHead, check_database, parse_audit_head
 from memtui.core.store import migrate_database
-from memtui.render import escape_controls
+from memtui.render import escape_controls, plural
 
 
 def _audit_head(ctx: click.Context, param: click.Parameter, value: str | None) -> AuditHead | None:
@@ -81,7 +81,7 @@ def reindex_text(db: Path, operator: str | None) -> None:
     with open_store(db, operator=operator) as store:
         count = store.rebuild_text_index()
         event = store.last_event_id
-    click.echo(f"rebuilt the full-text index over {count} records (audit event #{event})")
+    click.echo(f"rebuilt the full-text index over {plural(count, 'record')} (audit event #{event})")
 
 
 @click.command()

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
-from functools import partial
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,15 @@ from memtui.commands.common import (
     source_options,
     warn_refused,
 )
+from memtui.core.arithmetic import (
+    SHOWN_PLACES,
+    LaneStep,
+    arithmetic,
+    bm25_digits,
+    fmt,
+    lane_places,
+    weight_text,
+)
 from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.search import (
     DEFAULT_LIMIT,
@@ -38,9 +45,11 @@ from memtui.core.search import (
     SearchResponse,
     SearchResult,
     check_weights,
+    empty_query_note,
+    sanitize_query,
 )
 from memtui.core.store import MemoryStoreError
-from memtui.render import escape_controls, one_line, safe_text
+from memtui.render import escape_controls, one_line, plural, safe_text
 from memtui.sources import SourceRecord
 
 
@@ -53,9 +62,17 @@ def _parse_weights(
     try:
         if len(parts) != 2:
             raise ValueError("give two numbers, keyword then vector, e.g. 0.5,0.5")
-        return check_weights((float(parts[0]), float(parts[1])))
+        weights = check_weights((float(parts[0]), float(parts[1])))
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+    keyword, vector = (weight_text(weights[lane]) for lane in ("keyword", "vector"))
+    total = Decimal(keyword) + Decimal(vector)  # as typed: 0.1 + 0.9 is exactly 1
+    if total != 1:
+        raise click.BadParameter(
+            f"the weights must add up to 1, got {keyword} + {vector} = {total} (e.g. 0.4,0.6): "
+            "otherwise scores leave 0..1 and cannot be compared with other searches"
+        )
+    return weights
 
 
 @click.command()
@@ -83,7 +100,7 @@ def _parse_weights(
     callback=_parse_weights,
     default=None,
     metavar="KW,VEC",
-    help="Lane weights, e.g. 0.5,0.5 (default 0.3,0.7).",
+    help="Lane weights adding up to 1, e.g. 0.5,0.5 (default 0.3,0.7).",
 )
 @filter_options
 @source_options(writes=False)
@@ -125,6 +142,8 @@ def search(
         raise click.UsageError("give the store and the query: DB QUERY")
     else:
         raise click.UsageError("too many arguments: DB QUERY (quote a query of several words)")
+    if not sanitize_query(query):  # refused before a store is opened or indexed
+        raise _empty_query(empty_query_note(query))
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
     embedder = None
     if embedder_name is not None:
@@ -155,6 +174,8 @@ def search(
             if shown is not None:
                 shown.finish()
         warn_refused(source)
+        if response.trace["empty_query"]:  # the index's tokenizer found no word either
+            raise _empty_query(response.trace["note"])
         records = source.get_many(r.id for r in response.results)
         explanations = {}
         if explain:
@@ -168,7 +189,7 @@ def search(
             return
         out = console()
         pools = response.trace["pools"]
-        places = lane_places(response.results, pools) if explain else {}
+        places = lane_places(response.candidates or response.results, pools) if explain else {}
         _print_header(out, response, places)
         if not response.results:
             return
@@ -176,6 +197,10 @@ def search(
         if explain:
             for result in response.results:
                 _print_explanation(out, result, records.get(result.id), explanations, pools, places)
+
+
+def _empty_query(note: str) -> click.ClickException:
+    return click.ClickException(f"{escape_controls(note)}; give a word to search for")
 
 
 QUIET_BUILD_SECONDS = 0.5
@@ -239,203 +264,6 @@ def _json(
     return {"query": query, "trace": response.trace, "results": results}
 
 
-# ---------------------------------------------------------------- the arithmetic, recomputable
-
-SHOWN_PLACES = 6
-"""Decimal places of every number in --explain's arithmetic (more only where needed, below)."""
-_MOST_PLACES = 24
-
-
-def _fmt(value: float | None, places: int = SHOWN_PLACES) -> str:
-    return "—" if value is None else f"{value:.{places}f}"
-
-
-def weight_text(weight: float) -> str:
-    """A weight as its shortest exact decimal (0.3, 0.7, 1.0): a reader multiplies by this."""
-    text = repr(float(weight))
-    return f"{Decimal(text):f}" if "e" in text or "E" in text else text
-
-
-def _shown(value: float, places: int) -> Decimal:
-    """Exactly the number ``f"{value:.{places}f}"`` prints."""
-    return Decimal(f"{value:.{places}f}")
-
-
-def _rounds_to(exact: Decimal, shown: Decimal, places: int) -> bool:
-    """A reader rounding ``exact`` to ``places`` gets ``shown``, rounding halves up or to even."""
-    step = Decimal(1).scaleb(-places)
-    return all(exact.quantize(step, rounding=r) == shown for r in (ROUND_HALF_UP, ROUND_HALF_EVEN))
-
-
-def _divide(top: Decimal, bottom: Decimal) -> Decimal:
-    with localcontext() as ctx:
-        ctx.prec = 50
-        return top / bottom
-
-
-@dataclass(frozen=True)
-class LaneStep:
-    """One lane of one result as printed: every number is text a reader can recompute."""
-
-    lane: str
-    raw: str | None  # None: the lane did not find the record
-    low: str | None  # the pool's min and max; None when the pool is all-equal
-    high: str | None
-    normalized: str
-    weight: str
-    part: str
-    places: int  # decimals of raw, min and max
-
-    @property
-    def all_equal(self) -> bool:
-        return self.raw is not None and self.low is None
-
-
-@dataclass(frozen=True)
-class Arithmetic:
-    """A result's score as printed: lane steps, then ``part + part = score``."""
-
-    steps: tuple[LaneStep, ...]
-    score: str
-
-
-def _normalizes(
-    raw: float, low: float, high: float, norm: Decimal, norm_places: int, places: int
-) -> bool:
-    """``(raw − min) / (max − min)`` from the numbers printed with ``places`` decimals rounds
-    to the normalized score as printed."""
-    r, lo, hi = (_shown(v, places) for v in (raw, low, high))
-    return hi != lo and _rounds_to(_divide(r - lo, hi - lo), norm, norm_places)
-
-
-def _places_for(check: Any, start: int) -> int:
-    """The fewest decimals from ``start`` up for which ``check(places)`` holds."""
-    places = start
-    while places < _MOST_PLACES and not check(places):
-        places += 1
-    return places
-
-
-def arithmetic(
-    result: SearchResult, pools: dict[str, Any], raw_places: dict[str, int] | None = None
-) -> Arithmetic:
-    """The numbers of ``result``'s breakdown, each printed with enough places to recompute.
-
-    Every number gets ``SHOWN_PLACES`` decimals, and more only where a reader
-    recomputing from the printed numbers (by hand, exactly) would otherwise miss
-    the printed result in its last place: the score keeps 6 places; the lane
-    parts as many as ``part + part`` needs to round to the score; each
-    normalized score as many as ``normalized × weight`` needs to round to the
-    part; raw, min and max (at least ``raw_places[lane]``) as many as
-    ``(raw − min) / (max − min)`` needs to round to the normalized score.
-    """
-    weights = result.trace["weights"]
-    lanes = ("keyword", "vector")
-    norms = {"keyword": result.keyword_score, "vector": result.vector_score}
-    parts = {lane: weights[lane] * norms[lane] for lane in lanes}
-    score = _shown(result.score, SHOWN_PLACES)
-    part_places = _places_for(
-        lambda p: _rounds_to(sum(_shown(parts[lane], p) for lane in lanes), score, SHOWN_PLACES),
-        SHOWN_PLACES,
-    )
-    steps = []
-    for lane in lanes:
-        raw = result.trace[lane]["raw"]
-        weight = weight_text(weights[lane])
-        part = _shown(parts[lane], part_places)
-        if raw is None:
-            steps.append(LaneStep(lane, None, None, None, "0", weight, f"{part}", SHOWN_PLACES))
-            continue
-        norm_places = _places_for(
-            lambda p, norm=norms[lane], weight=Decimal(weight), part=part: _rounds_to(
-                _shown(norm, p) * weight, part, part_places
-            ),
-            part_places,
-        )
-        norm = _shown(norms[lane], norm_places)
-        pool = pools.get(lane) or {}
-        low, high = pool.get("min"), pool.get("max")
-        start = max(norm_places, (raw_places or {}).get(lane, SHOWN_PLACES))
-        if low is None or high is None or low == high:  # an all-equal pool maps to 1.0
-            steps.append(
-                LaneStep(lane, _fmt(raw, start), None, None, f"{norm}", weight, f"{part}", start)
-            )
-            continue
-
-        places = _places_for(partial(_normalizes, raw, low, high, norm, norm_places), start)
-        steps.append(
-            LaneStep(
-                lane,
-                _fmt(raw, places),
-                _fmt(low, places),
-                _fmt(high, places),
-                f"{norm}",
-                weight,
-                f"{part}",
-                places,
-            )
-        )
-    return Arithmetic(tuple(steps), f"{score}")
-
-
-def lane_places(results: list[SearchResult], pools: dict[str, Any]) -> dict[str, int]:
-    """Decimals for each lane's raw scores, min and max across ``results``: the most any of
-    them needs, so a pool's min and max read the same in every breakdown and the header."""
-    places = {"keyword": SHOWN_PLACES, "vector": SHOWN_PLACES}
-    for result in results:
-        for step in arithmetic(result, pools).steps:
-            places[step.lane] = max(places[step.lane], step.places)
-    return places
-
-
-def _bm25_term(idf: Decimal, tf: int, doc_len: int, avg_len: Decimal, k1: str, b: str) -> Decimal:
-    """FTS5's per-term BM25 from printed numbers, exactly."""
-    k, bb = Decimal(k1), Decimal(b)
-    with localcontext() as ctx:
-        ctx.prec = 50
-        if not tf:
-            return Decimal(0)
-        return idf * tf * (k + 1) / (tf + k * (1 - bb + bb * doc_len / avg_len))
-
-
-def bm25_shown(detail: dict[str, Any]) -> tuple[list[dict[str, str]], str]:
-    """The BM25 table's idf, average length and contribution per term, and the sum, as
-    printed: the sum with 6 places, the rest with as many as needed (6 at least) for the
-    contributions to add up to the sum and each contribution to recompute from its row."""
-    terms = detail["terms"]
-    total = _shown(detail["total"], SHOWN_PLACES)
-    part_places = _places_for(
-        lambda p: _rounds_to(
-            sum((_shown(t["contribution"], p) for t in terms), Decimal(0)), total, SHOWN_PLACES
-        ),
-        SHOWN_PLACES,
-    )
-
-    def recomputes(term: dict[str, Any], places: int) -> bool:
-        exact = _bm25_term(
-            _shown(term["idf"], places),
-            int(term["tf"]),
-            int(term["doc_len"]),
-            _shown(term["avg_len"], places),
-            weight_text(term.get("k1", 1.2)),
-            weight_text(term.get("b", 0.75)),
-        )
-        return _rounds_to(exact, _shown(term["contribution"], part_places), part_places)
-
-    places = max(
-        [part_places] + [_places_for(partial(recomputes, term), part_places) for term in terms]
-    )
-    rows = [
-        {
-            "idf": _fmt(term["idf"], places),
-            "avg_len": _fmt(term["avg_len"], places),
-            "contribution": _fmt(term["contribution"], part_places),
-        }
-        for term in terms
-    ]
-    return rows, f"{total}"
-
-
 # ---------------------------------------------------------------- the header
 
 
@@ -456,7 +284,7 @@ def _pool_line(lane: str, pool: dict[str, Any], trace: dict[str, Any], places: i
     line = Text(f"{lane} pool: {what}")
     if size:
         low, high = pool.get("min"), pool.get("max")
-        line.append(f", {label} min {_fmt(low, places)}, max {_fmt(high, places)}")
+        line.append(f", {label} min {fmt(low, places)}, max {fmt(high, places)}")
         if low is not None and low == high:
             line.append(" (all-equal pool → 1.0)")
     return line
@@ -573,7 +401,8 @@ def _print_header(out: Console, response: SearchResponse, places: dict[str, int]
         return
     shown = len(response.results)
     note = " (truncated: raise --limit to see more)" if trace["truncated"] else ""
-    out.print(Text(f"showing {shown} of {trace['candidates']} candidates{note}", style="dim"))
+    of = plural(trace["candidates"], "candidate")
+    out.print(Text(f"showing {shown} of {of}{note}", style="dim"))
 
 
 # ---------------------------------------------------------------- the table
@@ -670,7 +499,7 @@ def _lane_segments(step: LaneStep, fallback: bool) -> list[str]:
             return ["lane off (fallback) → 0", tail]
         return ["not found by this lane → 0", tail, "(the weights are not re-divided)"]
     if step.all_equal:
-        return [f"raw {step.raw}", "→ all-equal pool → 1.0", tail]
+        return [f"raw {step.raw}", f"→ all-equal pool → {step.normalized}", tail]
     return [
         f"raw {step.raw}",
         f"→ ({step.raw} − {step.low})",
@@ -713,7 +542,7 @@ def explanation_lines(
         even = len(segments) == 4 and len(head + " ".join(segments[:3])) <= width
         lines.extend(_fill(segments, head, width, 3 if split and even else None))
     parts = " + ".join(step.part for step in shown.steps)
-    lines.append(f"  {'score':<8} {parts} = {shown.score}")
+    lines.append(f"  {'score':<8} {parts} = {shown.total} ≈ {shown.score}")
     return lines
 
 
@@ -737,7 +566,7 @@ def _print_explanation(
         out.print(Text(line))
     weights = result.trace["weights"]
     recomputed = weights["keyword"] * result.keyword_score + weights["vector"] * result.vector_score
-    adds_up = abs(recomputed - result.score) <= 1e-12
+    adds_up = abs(recomputed - result.score) <= 1e-12 and arithmetic(result, pools, places).adds_up
     total = Text(lines[-1])
     total.append(
         "   adds up: yes" if adds_up else f"   adds up: NO (recomputed {recomputed!r})",
@@ -753,24 +582,29 @@ def _print_explanation(
     table = Table(padding=(0, 1))
     for column in ("term", "df", "idf", "tf", "len/avg", "contribution"):
         table.add_column(column, justify="left" if column == "term" else "right", no_wrap=True)
-    rows, total = bm25_shown(detail)
-    for term, shown in zip(detail["terms"], rows, strict=True):
+    digits = bm25_digits(detail)
+    for term, idf, contribution in zip(
+        detail["terms"], digits.idf, digits.contributions, strict=True
+    ):
         table.add_row(
             one_line(term["term"], 40),
             str(term["df"]),
-            shown["idf"],
+            idf,
             str(term["tf"]),
-            f"{term['doc_len']}/{shown['avg_len']}",
-            shown["contribution"],
+            f"{term['doc_len']}/{digits.avg_len}",
+            contribution,
         )
-    table.add_row("sum", "", "", "", "", total, style="bold")
+    if digits.remainder is not None:
+        table.add_row("(rounding)", "", "", "", "", digits.remainder, style="dim")
+    table.add_row("sum", "", "", "", "", digits.total, style="bold")
     out.print(Padding(table, (0, 0, 0, 2), expand=False))
     fts = detail["bm25"]
-    line = f"  sum {detail['total']:.6f} = -bm25() {_fmt(-fts if fts is not None else None)}"
+    line = f"  sum {digits.total} = -bm25() {digits.number(-fts if fts is not None else None)}"
     raw = result.trace["keyword"]["raw"]
-    if _fmt(raw) != _fmt(detail["total"]):
-        line += f" (keyword raw {_fmt(raw)})"
-    line += f"; N = {detail['rows']} rows, k1 = 1.2, b = 0.75"
+    if digits.number(raw) != digits.total:
+        line += f" (keyword raw {digits.number(raw)})"
+    rows = detail["rows"]
+    line += f"; N = {rows} row{'' if rows == 1 else 's'}, k1 = 1.2, b = 0.75"
     out.print(Text(line, style="dim"))
 
 
@@ -813,6 +647,6 @@ def reindex(db: Path, embedder_name: str, operator: str | None) -> None:
         )
     else:
         click.echo(
-            f"re-indexed {count} records of {escape_controls(str(db))} with {embedder.name} "
+            f"re-indexed {plural(count, 'record')} of {escape_controls(str(db))} with {embedder.name} "
             f"({embedder.dim} dims) (audit event #{event})"
         )

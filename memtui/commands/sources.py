@@ -35,8 +35,8 @@ from memtui.commands.common import (
     warn_refused,
 )
 from memtui.core.check import head_problem, parse_audit_head
-from memtui.render import escape_controls, one_line, safe_text
-from memtui.sources import MemorySource, SourceRecord
+from memtui.render import escape_controls, one_line, plural, safe_text
+from memtui.sources import KINDS, MemorySource, SourceRecord
 from memtui.sources.base import MAX_PAGE_SIZE
 from memtui.sources.cache import cache_root, clear_caches, list_caches
 
@@ -99,7 +99,7 @@ def _record_fields(source: MemorySource, record: SourceRecord) -> list[str | Tex
 def _print_record_lines(source: MemorySource, found: list[SourceRecord], width: int) -> None:
     """``records`` in a narrow terminal: a line of fields, then the content indented."""
     out = console()
-    out.print(safe_text(f"{len(found)} records · {source.label}", style="bold"))
+    out.print(safe_text(f"{plural(len(found), 'record')} · {source.label}", style="bold"))
     indent = 4
     for record in found:
         style = "dim" if record.state != "live" else None
@@ -122,7 +122,7 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
         _print_record_lines(source, found, width)
         return
     table = Table(
-        title=safe_text(f"{len(found)} records · {source.label}", style="table.title"),
+        title=safe_text(f"{plural(len(found), 'record')} · {source.label}", style="table.title"),
         title_justify="left",
     )
     native = source.kind == "memtui"
@@ -384,7 +384,7 @@ def audit_list(
     if as_json:
         emit_json(events)
         return
-    table = Table(title=f"{len(events)} audit events", title_justify="left")
+    table = Table(title=plural(len(events), "audit event"), title_justify="left")
     for column in ("#", "at", "operator", "action", "records", "tier", "type", "reason"):
         table.add_column(column, no_wrap=column != "reason")
     table.add_column("details", overflow="fold")
@@ -460,9 +460,11 @@ def audit_verify(
         problem = head_problem({e["id"]: e["hash"] for e in events}, recorded)
         if problem is not None:
             raise click.ClickException(f"audit chain does not reach the recorded head: {problem}")
-        click.echo(f"audit chain verified: {len(events)} events, reaching the recorded head")
+        click.echo(
+            f"audit chain verified: {plural(len(events), 'event')}, reaching the recorded head"
+        )
         return
-    click.echo(f"audit chain verified: {len(events)} events")
+    click.echo(f"audit chain verified: {plural(len(events), 'event')}")
 
 
 @audit.command("head")
@@ -493,7 +495,10 @@ def cache_list(as_json: bool) -> None:
         emit_json({"folder": str(cache_root()), "caches": found})
         return
     table = Table(
-        title=safe_text(f"{len(found)} cached indexes in {cache_root()}", style="table.title"),
+        title=safe_text(
+            f"{plural(len(found), 'cached index', 'cached indexes')} in {cache_root()}",
+            style="table.title",
+        ),
         title_justify="left",
     )
     for column in ("kind", "store", "rows", "bytes", "built"):
@@ -516,16 +521,39 @@ def cache_list(as_json: bool) -> None:
 def cache_clear() -> None:
     """Remove every cached index (they are rebuilt on the next search)."""
     removed = clear_caches()
-    click.echo(f"removed {len(removed)} cached index(es) from {escape_controls(str(cache_root()))}")
+    click.echo(
+        f"removed {plural(len(removed), 'cached index', 'cached indexes')} from {escape_controls(str(cache_root()))}"
+    )
+
+
+def _print_formats(as_json: bool) -> None:
+    """Every store kind memtui recognizes and what it looks for, one a line."""
+    if as_json:
+        emit_json([{"kind": k.name, "label": k.label, "needs": k.needs} for k in KINDS])
+        return
+    click.echo("memtui opens (recognized by tables and columns, never by name):")
+    for kind in KINDS:
+        click.echo(f"  {kind.label}: {kind.needs}")
+    click.echo("  a Qdrant server: --qdrant-url URL instead of a path")
 
 
 @click.command()
 @source_argument
+@click.option(
+    "--formats", "list_formats", is_flag=True, help="List the stores memtui opens (no DB)."
+)
 @source_options(writes=False)
 @qdrant_options
 @json_option
-def info(db: Path | None, now: str | None, qdrant: dict[str, Any], as_json: bool) -> None:
+def info(
+    db: Path | None, list_formats: bool, now: str | None, qdrant: dict[str, Any], as_json: bool
+) -> None:
     """What DB is: its kind, what memtui can do with it, its expiry rule, counts and gaps."""
+    if list_formats:
+        if db is not None or qdrant.get("qdrant_url"):
+            raise click.UsageError("--formats lists the stores memtui opens: give it alone")
+        _print_formats(as_json)
+        return
     with open_cli_source(db, read_only=True, now=now, **qdrant) as source:
         summary = source.summary()
         facets = source.facets(include_hidden=True)

@@ -94,6 +94,14 @@ def sanitize_query(text: str) -> str:
     return " ".join(_NOT_BAREWORD.sub(" ", (text or "").lower()).split())
 
 
+def empty_query_note(query: str) -> str:
+    """Why ``query`` searches nothing: no searchable word is left after sanitizing it."""
+    return (
+        f"empty query: nothing searchable is left after sanitizing {query!r} "
+        "(only punctuation, operators or separators)"
+    )
+
+
 def index_tokens(store: MemoryStore, text: str) -> list[str]:
     """``text`` split into tokens exactly as the full-text index's tokenizer makes them.
 
@@ -1205,10 +1213,7 @@ def hybrid_search(
         "truncated": False,
     }
     if not terms:
-        trace["note"] = (
-            "empty query: nothing searchable is left after sanitizing "
-            f"{query!r} (only punctuation, operators or separators)"
-        )
+        trace["note"] = empty_query_note(query)
         return SearchResponse(results=[], trace=trace, candidates=[])
 
     stop_if(cancelled)

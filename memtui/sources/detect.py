@@ -153,8 +153,8 @@ def recognize(path: Path) -> tuple[str, Schema, int]:
         if find_qdrant_folder(path) is not None:
             return "qdrant", {}, 0
         raise SourceError(
-            f"{path} is a folder; memtui opens SQLite files and Qdrant local folders: "
-            + "; ".join(k.describe() for k in KINDS)
+            f"{path} is a folder; memtui opens SQLite files and Qdrant local folders "
+            f"({FORMATS_HINT})"
         )
     problem = sqlite_file_problem(path)
     if problem is not None:
@@ -174,15 +174,26 @@ def recognize(path: Path) -> tuple[str, Schema, int]:
         return "tenant-evidence", schema, version
     if _is_qdrant_storage(schema):
         return "qdrant", schema, version
+    raise SourceError(
+        f"{path} is a SQLite database but not a memory store memtui recognizes "
+        f"(found tables: {found_tables(schema)}; {FORMATS_HINT})"
+    )
+
+
+FORMATS_HINT = "memtui info --formats lists what it opens"
+FOUND_TABLES_WIDTH = 60
+"""The most characters of "found tables" in the one-line refusal (the rest ends in …)."""
+
+
+def found_tables(schema: Schema) -> str:
+    """``customers(id, name), invoices(amount, ...)``: what an unrecognized file holds, short."""
     found = ", ".join(
         f"{t}({', '.join(sorted(c)[:8])}{', ...' if len(c) > 8 else ''})"
         for t, c in sorted(schema.items())[:12]
     )
-    raise SourceError(
-        f"{path} is a SQLite database but not a memory store memtui recognizes "
-        f"(it recognizes: {'; '.join(k.describe() for k in KINDS)}); "
-        f"found tables: {found or 'none'}"
-    )
+    if len(found) > FOUND_TABLES_WIDTH:
+        found = found[: FOUND_TABLES_WIDTH - 1] + "…"
+    return found or "none"
 
 
 def _clock_from(now: Any, clock: Callable[[], datetime] | None) -> Callable[[], datetime] | None:

@@ -1,47 +1,33 @@
 """A search result's score, taken apart so that the arithmetic is on screen and adds up.
 
-Pure functions from a ``SearchResult`` (and its response's trace) to numbers and Rich
-``Text``; no Textual, so the arithmetic is testable on its own.
-
-Every line of a breakdown is arithmetic a reader can redo from the digits printed:
+Pure functions from a ``SearchResult`` (and its response's trace) to Rich ``Text``; no
+Textual, so the arithmetic is testable on its own. The digits are
+``memtui.core.arithmetic``'s, the very ones ``memtui search --explain`` prints, and
+every line redoes from them:
 
 - ``norm N × W = P``: P is the product of the printed N and W, exactly.
+- ``norm = (r − min) / (max − min) ≈ N``: that quotient of the printed numbers rounds
+  to N.
 - ``score P1 + P2 = S ≈ X``: S is the exact sum of the printed parts; X is S rounded
   (half up) to four places, and X is the score the results list shows.
-- ``norm = (r − min) / (max − min) ≈ q``: q is that quotient of the printed numbers
-  rounded to four places; the numbers get more digits when four would not give the
-  norm to four places.
-- BM25: the printed per-term contributions add up exactly to the printed Σ, which is
-  the printed raw score of the keyword lane.
-
-A printed norm is the true norm rounded to five places: to the nearest, unless the
-printed parts would then add up to a sum that rounds to another score than the one
-listed; then one norm is rounded the other way (still within 0.00001 of the truth).
-The per-term contributions are rounded the same way (largest remainder), so that the
-rounded terms add up to the rounded total.
+- BM25: the printed per-term contributions (and the rounding remainder, on its own
+  line when there is one) add up exactly to the printed Σ, which is the keyword lane's
+  raw score to the same places.
 """
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from rich.text import Text
 
+from memtui.core import arithmetic as digits
 from memtui.render import safe_text
 from memtui.tui.format import plural, share_bar
 
 TOLERANCE_EXACT = 1e-9
-SHOWN_DECIMALS = 4
-"""The score's places, in the results list and at the end of a breakdown."""
-NORM_PLACES = 5
-"""A lane's normalized score's places in the breakdown (its product with the weight is
-then exact at six places)."""
-TERM_PLACES = 4
-"""The BM25 per-term contributions' places (more when the raw score itself is tiny)."""
-MAX_PLACES = 12
 RAW_TOLERANCE = 1e-6
 """How close the per-term decomposition must come to FTS5's own ``-bm25()``."""
 
@@ -49,38 +35,18 @@ KEYWORD_STYLE = "magenta"
 VECTOR_STYLE = "cyan"
 
 
-def _quantum(places: int) -> Decimal:
-    return Decimal(1).scaleb(-places)
-
-
-def rounded(value: float, places: int, rounding: str = ROUND_HALF_UP) -> Decimal:
-    """``value`` (a float, taken exactly) rounded to ``places`` decimal places."""
-    return Decimal(float(value)).quantize(_quantum(places), rounding=rounding)
-
-
 def score_text(score: float) -> str:
     """A score as printed everywhere (list and breakdown): four places, rounded half up."""
-    return f"{rounded(score, SHOWN_DECIMALS):.{SHOWN_DECIMALS}f}"
+    return digits.listed_score(score)
 
 
 def num(value: float | None) -> str:
     """Four decimals; tiny values (BM25 near its idf floor) in scientific notation."""
-    return "—" if value is None else digits(value, 4)
-
-
-def digits(value: float, places: int) -> str:
-    """``places`` decimals; a tiny value in scientific notation with ``places`` digits."""
+    if value is None:
+        return "—"
     if value != 0 and abs(value) < 0.001:
-        return f"{value:.{places - 1}e}"
-    return f"{value:.{places}f}"
-
-
-def weight_places(weight: float) -> int:
-    """The fewest decimals that hold a weight exactly (1 for the app's tenths)."""
-    for places in range(1, 7):
-        if abs(round(weight, places) - weight) <= 1e-12:
-            return places
-    return 6
+        return f"{value:.3e}"
+    return f"{value:.4f}"
 
 
 @dataclass(frozen=True)
@@ -104,26 +70,13 @@ class Lane:
 
 
 @dataclass(frozen=True)
-class Printed:
-    """The breakdown's numbers exactly as printed, lane by lane (keyword, vector)."""
-
-    norms: tuple[str, str]
-    weights: tuple[str, str]
-    parts: tuple[str, str]
-    total: str
-    """The exact sum of the printed parts."""
-    score: str
-    """``total`` rounded half up to four places."""
-    matches_listed: bool
-    """``score`` is the score the results list shows."""
-
-
-@dataclass(frozen=True)
 class Arithmetic:
     keyword: Lane
     vector: Lane
     score: float
     fallback: str | None
+    printed: digits.Arithmetic
+    """The breakdown's digits (``memtui.core.arithmetic``), lane steps keyword then vector."""
 
     @property
     def total(self) -> float:
@@ -134,166 +87,15 @@ class Arithmetic:
         return abs(self.total - self.score) <= TOLERANCE_EXACT
 
     @property
-    def printed(self) -> Printed:
-        """The norms, weights, parts and sum as printed, chosen so that they add up.
-
-        Each norm is printed to five places, its part as the exact product with the
-        weight, the sum exactly, then rounded to the four places of the listed score.
-        Rounding each norm to the nearest can leave that sum a hair on the other side
-        of a rounding edge from the true score; then a norm is rounded the other way
-        (the fewest such, keyword first) so the printed sum rounds to the listed score.
-        """
-        lanes = (self.keyword, self.vector)
-        places = [weight_places(lane.weight) for lane in lanes]
-        weights = [Decimal(f"{lane.weight:.{p}f}") for lane, p in zip(lanes, places, strict=True)]
-        part_places = NORM_PLACES + max(places)
-        listed = score_text(self.score)
-        options: list[list[Decimal]] = []
-        for lane in lanes:
-            nearest = rounded(lane.normalized, NORM_PLACES)
-            down = rounded(lane.normalized, NORM_PLACES, ROUND_FLOOR)
-            up = rounded(lane.normalized, NORM_PLACES, ROUND_CEILING)
-            other = up if nearest == down else down
-            options.append([nearest] if other == nearest else [nearest, other])
-        combos = sorted(
-            itertools.product(*options),
-            key=lambda combo: sum(n != o[0] for n, o in zip(combo, options, strict=True)),
-        )
-        chosen = combos[0]
-        for combo in combos:
-            total = sum((n * w for n, w in zip(combo, weights, strict=True)), Decimal(0))
-            if f"{total.quantize(_quantum(SHOWN_DECIMALS), ROUND_HALF_UP)}" == listed:
-                chosen = combo
-                break
-        parts = [n * w for n, w in zip(chosen, weights, strict=True)]
-        total = sum(parts, Decimal(0))
-        score = f"{total.quantize(_quantum(SHOWN_DECIMALS), ROUND_HALF_UP)}"
-        return Printed(
-            norms=(f"{chosen[0]:.{NORM_PLACES}f}", f"{chosen[1]:.{NORM_PLACES}f}"),
-            weights=tuple(
-                f"{lane.weight:.{max(2, p)}f}" for lane, p in zip(lanes, places, strict=True)
-            ),  # type: ignore[arg-type]
-            parts=(f"{parts[0]:.{part_places}f}", f"{parts[1]:.{part_places}f}"),
-            total=f"{total:.{part_places}f}",
-            score=score,
-            matches_listed=score == listed,
-        )
-
-    @property
-    def adds_up_on_screen(self) -> bool:
-        """Redone from the printed digits: parts = norm × weight, their sum rounds to
-        the listed score."""
-        shown = self.printed
-        parts = [
-            Decimal(n) * Decimal(w) == Decimal(p)
-            for n, w, p in zip(shown.norms, shown.weights, shown.parts, strict=True)
-        ]
-        total = Decimal(shown.parts[0]) + Decimal(shown.parts[1])
-        return (
-            all(parts)
-            and total == Decimal(shown.total)
-            and shown.matches_listed
-            and f"{total.quantize(_quantum(SHOWN_DECIMALS), ROUND_HALF_UP)}" == shown.score
-        )
-
-    @property
     def adds_up(self) -> bool:
-        return self.adds_up_exactly and self.adds_up_on_screen
+        return self.adds_up_exactly and self.printed.adds_up
 
 
-def apportion(values: list[float], target: int, places: int) -> list[int] | None:
-    """Units of 10**-places for ``values`` that sum to ``target``: each value rounded
-    down, then up for the largest remainders until the sum is reached (largest
-    remainder). None when that cannot be done by rounding each value up or down."""
-    scale = Decimal(1).scaleb(places)
-    exact = [Decimal(float(v)) * scale for v in values]
-    floors = [int(e.to_integral_value(ROUND_FLOOR)) for e in exact]
-    missing = target - sum(floors)
-    fractional = [i for i in range(len(values)) if exact[i] != floors[i]]
-    if not 0 <= missing <= len(fractional):
-        return None
-    order = sorted(fractional, key=lambda i: exact[i] - floors[i], reverse=True)
-    for i in order[:missing]:
-        floors[i] += 1
-    return floors
-
-
-def term_places(raw: float) -> int:
-    """Four places; more for a tiny raw score (every term near the idf floor), so that
-    it keeps four significant digits."""
-    value = abs(raw)
-    places = TERM_PLACES
-    while value and places < MAX_PLACES and value < 10.0 ** (3 - places):
-        places += 1
-    return places
-
-
-@dataclass(frozen=True)
-class PrintedTerms:
-    """The BM25 block's numbers as printed."""
-
-    contributions: tuple[str, ...]
-    total: str
-    """The exact sum of the printed contributions."""
-    raw: str
-    """The keyword lane's raw score at the same places."""
-    adds_up: bool
-
-
-def printed_terms(terms: list[dict[str, Any]], total: float, raw: float) -> PrintedTerms:
-    """Per-term contributions rounded (largest remainder) so that they add up to the raw
-    score as printed, when the decomposition agrees with FTS5 (to 1e-6)."""
-    places = term_places(raw)
-    values = [float(t["contribution"]) for t in terms]
-    agrees = abs(total - raw) <= RAW_TOLERANCE
-    scale = Decimal(1).scaleb(places)
-    units = None
-    for target in (raw, total) if agrees else (total,):
-        units = apportion(values, int(rounded(target, places) * scale), places)
-        if units is not None:
-            break
-    if units is None:
-        units = [int(rounded(v, places) * scale) for v in values]
-    quantum = _quantum(places)
-    shown = tuple(f"{Decimal(u) * quantum:.{places}f}" for u in units)
-    printed_total = f"{Decimal(sum(units)) * quantum:.{places}f}"
-    printed_raw = f"{rounded(raw, places):.{places}f}"
-    return PrintedTerms(
-        contributions=shown,
-        total=printed_total,
-        raw=printed_raw,
-        adds_up=agrees and printed_total == printed_raw,
-    )
-
-
-def norm_formula(lane: Lane) -> tuple[str, str, str, str] | None:
-    """``(raw, min, max, q)`` as printed in ``norm = (raw − min) / (max − min) ≈ q``.
-
-    Four places where they give the norm to four places; more otherwise (a pool whose
-    scores are close together). None when the pool's scores are all equal.
-    """
-    if lane.raw is None or lane.pool_min is None or lane.pool_max is None:
-        return None
-    if not lane.pool_max > lane.pool_min:
-        return None
-    target = rounded(lane.normalized, SHOWN_DECIMALS)
-    found: tuple[str, str, str, str] | None = None
-    for places in range(4, MAX_PLACES + 1):
-        raw, low, high = (digits(v, places) for v in (lane.raw, lane.pool_min, lane.pool_max))
-        spread = Decimal(high) - Decimal(low)
-        if spread == 0:
-            continue
-        q = ((Decimal(raw) - Decimal(low)) / spread).quantize(
-            _quantum(SHOWN_DECIMALS), ROUND_HALF_UP
-        )
-        found = (raw, low, high, f"{q:.{SHOWN_DECIMALS}f}")
-        if q == target:
-            break
-    return found
-
-
-def arithmetic(result: Any, response_trace: dict[str, Any]) -> Arithmetic:
-    """The numbers a breakdown shows, from the result's trace and its response's pools."""
+def arithmetic(
+    result: Any, response_trace: dict[str, Any], places: dict[str, int] | None = None
+) -> Arithmetic:
+    """The numbers a breakdown shows, from the result's trace and its response's pools
+    (``places``: ``memtui.core.arithmetic.lane_places`` of the response)."""
     trace = result.trace
     weights = trace.get("weights") or response_trace.get("weights") or {}
     pools = response_trace.get("pools", {})
@@ -317,6 +119,7 @@ def arithmetic(result: Any, response_trace: dict[str, Any]) -> Arithmetic:
         vector=lane("vector"),
         score=float(result.score),
         fallback=trace.get("fallback") or response_trace.get("fallback"),
+        printed=digits.arithmetic(result, pools, places),
     )
 
 
@@ -327,31 +130,44 @@ def _label(out: Text, label: str, style: str = "bold") -> None:
 INDENT = " " * 11
 
 
-def _lane_lines(out: Text, lane: Lane, style: str, norm: str, weight: str, part: str) -> None:
+def _formula(out: Text, step: digits.LaneStep, width: int | None) -> None:
+    """``norm = (raw − min) / (max − min) ≈ N``; in two lines, broken before the ``/``, when
+    one would not fit ``width``."""
+    top = f"norm = ({step.raw} − {step.low})"
+    bottom = f"/ ({step.high} − {step.low}) ≈ {step.normalized}"
+    if width is None or len(INDENT) + len(top) + 1 + len(bottom) <= width:
+        out.append(f"{top} {bottom}", style="dim")
+    else:
+        out.append(top, style="dim")
+        out.append("\n" + INDENT + "     " + bottom, style="dim")
+
+
+def _lane_lines(
+    out: Text, lane: Lane, style: str, step: digits.LaneStep, width: int | None
+) -> None:
     _label(out, lane.name, f"bold {style}")
     if not lane.found:
         out.append("not in this lane's pool → norm ", style="dim")
-        out.append(norm, style="dim")
+        out.append(step.normalized, style="dim")
     else:
-        out.append(f"raw {num(lane.raw)} → norm ")
-        out.append(norm, style=style)
-    out.append(f" × {weight} = ")
-    out.append(part, style="bold")
+        out.append(f"raw {step.raw} → norm ")
+        out.append(step.normalized, style=style)
+    out.append(f" × {step.weight} = ")
+    out.append(step.part, style="bold")
     out.append("\n")
     if lane.found:
         out.append(INDENT)
-        formula = norm_formula(lane)
-        if formula is not None:
-            raw, low, high, q = formula
-            out.append(f"norm = ({raw} − {low}) / ({high} − {low}) ≈ {q}", style="dim")
-        else:
+        if step.all_equal:
             out.append("norm = 1 (every score in the pool is equal)", style="dim")
+        else:
+            _formula(out, step, width)
         out.append("\n")
     out.append(INDENT)
     limit = f" (top {lane.pool_limit})" if lane.pool_limit else ""
+    low = step.low or digits.fmt(lane.pool_min, step.places)
+    high = step.high or digits.fmt(lane.pool_max, step.places)
     out.append(
-        f"pool {plural(lane.pool_size, 'candidate')}{limit} · min {num(lane.pool_min)} · "
-        f"max {num(lane.pool_max)}",
+        f"pool {plural(lane.pool_size, 'candidate')}{limit} · min {low} · max {high}",
         style="dim",
     )
     out.append("\n")
@@ -439,33 +255,40 @@ def _terms_lines(
         explanation.get("doc_len", 0),
         explanation.get("avg_len", 0.0),
     )
+    shown = digits.bm25_digits(explanation)
     out.append(
         f"k1 {first.get('k1', 1.2)} · b {first.get('b', 0.75)} · {rows} rows"
-        f" · length {doc_len} tokens (avg {avg_len:.2f})\n",
+        f" · length {doc_len} tokens (avg {shown.avg_len if terms else f'{avg_len:.2f}'})\n",
         style="dim",
     )
     total = float(explanation.get("total", 0.0))
     assert lane.raw is not None
-    shown = printed_terms(terms, total, lane.raw)
     width = max((len(t["term"]) for t in terms), default=4)
-    width = min(max(width, 4), 18)
-    for term, contribution in zip(terms, shown.contributions, strict=True):
+    width = min(max(width, 10), 18)
+    arrow = 0
+    for term, idf, contribution in zip(terms, shown.idf, shown.contributions, strict=True):
         out.append(INDENT)
         out.append_text(safe_text(term["term"][:18].ljust(width), style=KEYWORD_STYLE))
-        out.append(
-            f"  df {term['df']:>3}  idf {num(term['idf'])}  tf {term['tf']:>2}  → ",
-            style="dim",
-        )
+        row = f"  df {term['df']:>3}  idf {idf}  tf {term['tf']:>2}  → "
+        arrow = max(arrow, width + len(row))
+        out.append(row, style="dim")
         out.append(contribution)
         out.append("\n")
+    if shown.remainder is not None:  # what rounding each term to the nearest left over
+        out.append(INDENT)
+        out.append("(rounding)".ljust(arrow - 2) + "→ ", style="dim")
+        out.append(shown.remainder, style="dim")
+        out.append("\n")
+    raw = shown.number(lane.raw)
+    adds_up = abs(total - lane.raw) <= RAW_TOLERANCE and shown.total == raw
     out.append(INDENT)
     out.append(f"Σ {shown.total}")
-    out.append(" = raw " if shown.adds_up else " ≠ raw ", style="dim")
-    out.append(shown.raw)
-    out.append(" ✓" if shown.adds_up else " ✗", style="green" if shown.adds_up else "bold red")
+    out.append(" = raw " if adds_up else " ≠ raw ", style="dim")
+    out.append(raw)
+    out.append(" ✓" if adds_up else " ✗", style="green" if adds_up else "bold red")
     bm25 = explanation.get("bm25")
     if bm25 is not None:
-        out.append(f"  (FTS5 bm25() = {num(bm25)})", style="dim")
+        out.append(f"  (FTS5 bm25() = {shown.number(bm25)})", style="dim")
     out.append("\n")
 
 
@@ -478,18 +301,25 @@ def share_percent(parts: tuple[str, str]) -> int | None:
 
 
 def render_breakdown(
-    result: Any, response_trace: dict[str, Any], explanation: dict[str, Any] | None
+    result: Any,
+    response_trace: dict[str, Any],
+    explanation: dict[str, Any] | None,
+    places: dict[str, int] | None = None,
+    width: int | None = None,
 ) -> Text:
-    """Every number behind one result's score, the check that they add up, and why."""
-    numbers = arithmetic(result, response_trace)
+    """Every number behind one result's score, the check that they add up, and why
+    (``places``: ``memtui.core.arithmetic.lane_places`` of the response; ``width``: the
+    room a line has, where known)."""
+    numbers = arithmetic(result, response_trace, places)
     kw, vec = numbers.keyword, numbers.vector
     shown = numbers.printed
+    keyword_step, vector_step = shown.steps
     out = Text(no_wrap=False)
-    _lane_lines(out, kw, KEYWORD_STYLE, shown.norms[0], shown.weights[0], shown.parts[0])
-    _lane_lines(out, vec, VECTOR_STYLE, shown.norms[1], shown.weights[1], shown.parts[1])
+    _lane_lines(out, kw, KEYWORD_STYLE, keyword_step, width)
+    _lane_lines(out, vec, VECTOR_STYLE, vector_step, width)
     _label(out, "score")
-    out.append(f"{shown.parts[0]} + {shown.parts[1]} = {shown.total} ≈ ")
-    out.append(shown.score, style="bold")
+    out.append(f"{keyword_step.part} + {vector_step.part} = {shown.total} ≈ ")
+    out.append(shown.listed, style="bold")
     if numbers.adds_up:
         out.append("   ✓ adds up", style="bold green")  # short: it fits at 80 columns
     else:
@@ -497,7 +327,7 @@ def render_breakdown(
     out.append("\n")
     _label(out, "share")
     out.append_text(share_bar(kw.part, vec.part, 24))
-    kw_pct = share_percent(shown.parts)
+    kw_pct = share_percent((keyword_step.part, vector_step.part))
     if kw_pct is not None:  # the two shares always sum to 100%
         out.append(f" keyword {kw_pct}%", style=KEYWORD_STYLE)
         out.append(" · ", style="dim")

@@ -19,6 +19,7 @@ from rich.text import Text
 from memtui.core.records import format_timestamp, parse_timestamp
 from memtui.core.secrets import mask_metadata, secret_paths
 from memtui.render import one_line, safe_text
+from memtui.render import plural as plural  # the app's views count with it too
 from memtui.sources.base import DetailSection, SourceRecord
 
 DASH = "—"
@@ -667,8 +668,3 @@ def cell(value: object, limit: int = 200, style: str = "") -> Text:
     if style:
         out.stylize(style)
     return out
-
-
-def plural(count: int, word: str) -> str:
-    """``1 record``, ``47,226 records``: thousands separated."""
-    return f"{count:,} {word}" + ("" if count == 1 else "s")

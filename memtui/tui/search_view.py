@@ -26,6 +26,7 @@ from textual.widgets import Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
+from memtui.core.arithmetic import lane_places
 from memtui.core.cancel import Cancelled
 from memtui.core.search import DEFAULT_WEIGHTS, SearchResponse
 from memtui.render import escape_controls, one_line, safe_text
@@ -278,6 +279,7 @@ class SearchPane(Pane):
         self.filters: dict[str, str] = {}
         self.base: SearchResponse | None = None
         self.response: SearchResponse | None = None
+        self._places_of: tuple[SearchResponse, dict[str, int]] | None = None
         self.records: dict[str, SourceRecord] = {}
         self.expanded: set[str] = set()
         self.explanations: dict[str, dict[str, Any]] = {}
@@ -426,6 +428,8 @@ class SearchPane(Pane):
         self.set_class(compact, "-compact")
         if self.choices:
             self._fill_selects()
+        for record_id in list(self.expanded):  # a breakdown re-breaks its lines to the width
+            self._refresh_option(record_id)
 
     @on(Select.Changed)
     def _filter_changed(self, event: Select.Changed) -> None:
@@ -727,8 +731,19 @@ class SearchPane(Pane):
         if not expanded:
             return line
         explanation = self.explanations.get(result.id)
-        breakdown = render_breakdown(result, self.response.trace, explanation)
+        places = self._lane_places(self.response)
+        # The option's padding takes a cell either side of the list's width.
+        width = max(self.results.scrollable_content_region.width - 2, 0) or None
+        breakdown = render_breakdown(result, self.response.trace, explanation, places, width)
         return Group(line, breakdown)
+
+    def _lane_places(self, response: SearchResponse) -> dict[str, int]:
+        """The response's raw-score decimals (as ``memtui search --explain`` prints them),
+        worked out once per response."""
+        if self._places_of is None or self._places_of[0] is not response:
+            candidates = response.candidates or response.results
+            self._places_of = (response, lane_places(candidates, response.trace["pools"]))
+        return self._places_of[1]
 
     def _refresh_option(self, record_id: str) -> None:
         if self.response is None:
