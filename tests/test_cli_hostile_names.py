@@ -124,12 +124,10 @@ def test_the_collection_picker_and_an_unknown_collection_are_one_escaped_line(fo
 def test_the_cache_folder_is_named_escaped(folder, hostile_cache):
     run("search", folder, "alpha", "--collection", NAME)
     listed = run("cache", "list")
-    assert f"1 cached indexes in {escape_controls(str(hostile_cache / 'sources'))}" in listed
+    assert f"1 cached index in {escape_controls(str(hostile_cache / 'sources'))}" in listed
     assert escape_controls(str(folder)) in listed
     cleared = run("cache", "clear")
-    assert cleared.startswith(
-        f"removed 1 cached index(es) from {escape_controls(str(hostile_cache))}"
-    )
+    assert cleared.startswith(f"removed 1 cached index from {escape_controls(str(hostile_cache))}")
 
 
 @pytest.fixture

@@ -647,6 +647,7 @@ def reindex(db: Path, embedder_name: str, operator: str | None) -> None:
         )
     else:
         click.echo(
-            f"re-indexed {plural(count, 'record')} of {escape_controls(str(db))} with {embedder.name} "
+            f"re-indexed {plural(count, 'record')} of {escape_controls(str(db))} "
+            f"with {embedder.name} "
             f"({embedder.dim} dims) (audit event #{event})"
         )

@@ -522,7 +522,8 @@ def cache_clear() -> None:
     """Remove every cached index (they are rebuilt on the next search)."""
     removed = clear_caches()
     click.echo(
-        f"removed {plural(len(removed), 'cached index', 'cached indexes')} from {escape_controls(str(cache_root()))}"
+        f"removed {plural(len(removed), 'cached index', 'cached indexes')} "
+        f"from {escape_controls(str(cache_root()))}"
     )
 
 
