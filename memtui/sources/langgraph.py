@@ -99,6 +99,8 @@ class LangGraphSource(ForeignSqliteSource):
     kind = "langgraph"
     kind_label = "LangGraph SqliteStore"
     scope_keys = ("namespace",)
+    forget_scope_keys = scope_keys
+    write_capabilities = frozenset({"forget", "forget_scope"})
     hidden_state = "expired"
     id_prefix = ID_PREFIX
 
@@ -343,6 +345,20 @@ class LangGraphSource(ForeignSqliteSource):
         rows = self.query(f"{self._select()} WHERE s.prefix = ? AND s.key = ?", key)
         return self._record(rows[0]) if rows else None
 
+    def id_hint(self, record_id: str) -> str | None:
+        """``memories.user-1/trip`` (or ``memories/user-1/trip``) names an item by its
+        namespace and key, as LangGraph's ``get(namespace, key)`` does: say its id."""
+        if self._key(record_id) is not None:
+            return None
+        text = str(record_id)
+        for at in (i for i, char in enumerate(text) if char == "/"):
+            space, key = text[:at], text[at + 1 :]
+            for prefix in dict.fromkeys((space, space.replace("/", "."))):
+                candidate = encode_id(ID_PREFIX, prefix, key)
+                if self.get(candidate) is not None:
+                    return f"memtui's id of item {key!r} in namespace {prefix!r} is {candidate}"
+        return "a LangGraph item's id is lg:NAMESPACE/KEY, as `memtui records` lists it"
+
     def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
         out: dict[str, SourceRecord] = {}
         for record_id in record_ids:
@@ -490,6 +506,13 @@ class LangGraphSource(ForeignSqliteSource):
             "probes": probes,
             "details": {"vectors_removed": vectors},
         }
+
+    def forget_scope_rule(self, key: str) -> str:
+        return (
+            "Every item of this namespace and of each namespace under it, expired ones too, "
+            "is deleted with all its vectors, as forget deletes one; the freed pages are "
+            "purged (VACUUM), the bytes checked, and memtui's cached copy goes too."
+        )
 
     # -- forget the erasure gap
 

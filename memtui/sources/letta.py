@@ -59,6 +59,8 @@ class LettaSource(UnionViewSource):
     tiers = TIERS
     scope_keys = ("archive", "tag", "label")
     extra_scope_keys = ("tag",)  # a JSON list in the view's ``tags`` column
+    forget_scope_keys = ("archive", "tag")  # passages only: core blocks are not forgotten
+    write_capabilities = frozenset({"forget", "forget_scope"})
     hidden_state = "deleted"
 
     @property
@@ -183,6 +185,19 @@ class LettaSource(UnionViewSource):
             if parts is not None:
                 return part, parts[0]
         return None
+
+    def id_hint(self, record_id: str) -> str | None:
+        """A bare passage or block id, as Letta names it: say memtui's id of it."""
+        if self._key(record_id) is not None:
+            return None
+        for tier in TIERS:
+            candidate = encode_id(tier, str(record_id).strip())
+            if self.get(candidate) is not None:
+                return f"memtui's id of {record_id} is {candidate}"
+        return (
+            "a Letta record's id is archival:PASSAGE_ID or core:BLOCK_ID, as `memtui records` "
+            "lists it"
+        )
 
     def _load(self, keys: Iterable[tuple[int, str]]) -> dict[tuple[int, str], SourceRecord]:
         keys = list(keys)
