@@ -533,7 +533,7 @@ class MemorySource(ABC):
         if not self.forget_scope_keys:
             raise SourceError(f"forget-scope is not supported by {self.kind_label} sources")
         raise SourceError(
-            f"a {self.kind_label} is forgotten a whole scope at a time by "
+            f"forget-scope on {self.kind_label} forgets by "
             f"{', '.join(self.forget_scope_keys)}, not by {key!r}: give --scope KEY=VALUE "
             "with one of those"
         )
