@@ -198,7 +198,8 @@ def reveal(
     default=None,
     metavar="KEY=VALUE",
     help="The scope whose records go: a mem0 user_id=, agent_id= or run_id=, a LangGraph "
-    "namespace= (and what nests under it), a Letta archive= or tag=, a Cyber-AutoAgent "
+    "namespace= (and what nests under it), a Letta archive=, tag= or agent= (the archives it is "
+    "attached to), a Cyber-AutoAgent "
     "target=, operation= or category=, a plain Qdrant collection's payload KEY=VALUE.",
 )
 @click.option("--reason", required=True, help="Why: written to the audit log.")

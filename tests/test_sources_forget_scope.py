@@ -199,7 +199,7 @@ def test_a_letta_archive_goes_passage_by_passage_and_core_blocks_stay(tmp_path):
         assert ids_of(source, archive="ops-runbooks") == []
         assert ids_of(source, tier="core") == core
         assert ids_of(source, archive="research-notes") == others
-        with pytest.raises(SourceError, match="by archive, tag, not by 'label'"):
+        with pytest.raises(SourceError, match="by archive, tag, agent, not by 'label'"):
             source.blast_radius(scope=("label", "human"))
     conn = sqlite3.connect(path)
     try:
@@ -274,3 +274,42 @@ def test_a_plain_qdrant_collection_forgets_a_payload_scope(tmp_path):
         assert f"note number {n} of".encode() not in file_bytes(
             folder / "collection" / "notes" / "storage.sqlite"
         )
+
+
+def _attach(path, agent: str, name: str, archive_suffix: str) -> None:
+    """An agent row and its link to an archive, as Letta's ORM writes them."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(
+            "INSERT OR IGNORE INTO agents (id, name, message_buffer_autoclear, is_deleted, "
+            "organization_id) VALUES (?, ?, 0, 0, 'org-1')",
+            (agent, name),
+        )
+        conn.execute(
+            "INSERT INTO archives_agents (agent_id, archive_id, created_at, is_owner) "
+            "VALUES (?, ?, '2026-11-30 12:00:00', 1)",
+            (agent, f"archive-00000000-0000-4000-8000-00000000000{archive_suffix}"),
+        )
+    conn.close()
+
+
+def test_a_letta_agents_passages_go_and_a_shared_archive_is_refused(tmp_path):
+    path = copy_fixture(LETTA, tmp_path)
+    _attach(path, "agent-ops", "ops-bot", "b")
+    _attach(path, "agent-research", "research-bot", "a")
+    _attach(path, "agent-helper", "helper-bot", "a")
+    with open_source(path, clock=fixed_clock, allow_writes=True) as source:
+        ops = ids_of(source, archive="ops-runbooks")
+        assert source.blast_radius(scope=("agent", "ops-bot")) == {
+            "archival": {"passage": len(ops)}
+        }
+        before = path.read_bytes()
+        with pytest.raises(SourceError, match="attached to 1 other agent"):
+            source.blast_radius(scope=("agent", "research-bot"))
+        with pytest.raises(SourceError, match="attached to 1 other agent"):
+            source.forget_scope(scope=("agent", "agent-research"), reason="r")
+        assert path.read_bytes() == before
+        done = source.forget_scope(scope=("agent", "ops-bot"), reason="agent retired")
+        assert int(done) == len(ops) and done.verified, done.problem
+        assert ids_of(source, archive="ops-runbooks") == []
+        assert ids_of(source, archive="research-notes")
