@@ -6,9 +6,11 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from click.testing import CliRunner
 from conftest import fixed_clock
 from fixtures.sources_support import LANGGRAPH_VECTORS, copy_fixture
 
+from memtui.cli import main
 from memtui.core.embed import HashEmbedder
 from memtui.core.search import cosine
 from memtui.core.store import pack_vector
@@ -101,3 +103,26 @@ def test_an_item_scores_as_its_best_field_and_the_breakdown_names_it(store):
         hit = next(r for r in again.candidates if r.id == dark_mode)
         assert hit.trace["vector"]["field"] == other[dark_mode][1] == "$"
         assert hit.trace["vector"]["raw"] == pytest.approx(other[dark_mode][0], abs=1e-6)
+
+
+def test_search_explain_names_the_field_that_won(store):
+    result = CliRunner().invoke(
+        main,
+        [
+            "search",
+            str(store),
+            QUERY,
+            "--explain",
+            "--embedder",
+            "hash-8",
+            "--weights",
+            "0,1",
+            "--now",
+            "2026-11-30T12:00:30Z",
+        ],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == 0, result.output
+    first = result.output.split("#1  record ", 1)[1].split("#2  record ", 1)[0]
+    assert first.startswith("lg:memories.user-1/pref-color")
+    assert "vector   best of its fields: title" in first
