@@ -207,10 +207,11 @@ class ForgetEngagementDialog(ConfirmDialog):
             )
             yield Label("Reason (written to the audit log)")
             yield self.reason_input()
-            name = safe_text(f"Type the {self.noun} name to enable the button: ")
+            what = "engagement name" if self.key == "engagement" else self.noun
+            name = safe_text(f"Type the {what} to enable the button: ")
             name.append_text(one_line(self.engagement, 80))
             yield Label(name)
-            yield Input(placeholder=f"the {self.noun} name, exactly", id="confirm-name")
+            yield Input(placeholder=f"the {what}, exactly", id="confirm-name")
             yield from self.buttons()
         yield from self.compose_footer()
 
