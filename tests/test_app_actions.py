@@ -423,18 +423,40 @@ async def test_forget_engagement_cancel_changes_nothing(store: MemoryStore):
     assert audit_ids(store) == before
 
 
-async def test_forget_engagement_applies_only_on_engagement_nodes(store: MemoryStore):
+async def test_forget_engagement_is_offered_only_on_engagement_nodes(store: MemoryStore):
+    """On a tier or a profile, F is not in the footer, and pressing it says to pick an
+    engagement (it did nothing there); on an engagement it is offered and opens the dialog."""
+    profile = next(iter(store.scope_counts("longterm")["profile_hash"]))
+    before = audit_ids(store)
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
         tree.focus()
-        tree.move_cursor(tree.find("tier", "episodic", "episodic"))
+        for node in (
+            tree.find("tier", "episodic", "episodic"),
+            tree.find("profile_hash", "longterm", profile),
+        ):
+            tree.move_cursor(node)
+            await settle(pilot)
+            assert node.data.kind in ("tier", "profile_hash")
+            assert tree.check_action("forget_scope", ()) is False
+            assert "Forget" not in footer(app)
+            app.clear_notifications()
+            await pilot.press("F")
+            await settle(pilot)
+            assert not isinstance(app.screen, ForgetEngagementDialog)
+            notices = [str(n.message) for n in app._notifications]
+            assert notices == [
+                "Pick an engagement in the tree first: F forgets every record of one engagement."
+            ]
+        tree.move_cursor(tree.find("engagement", "episodic", "vandelay-soap"))
         await settle(pilot)
-        assert tree.check_action("forget_engagement", ()) is None
+        assert "F Forget engagement" in footer(app)
         await pilot.press("F")
         await settle(pilot)
-        assert not isinstance(app.screen, ForgetEngagementDialog)
+        assert isinstance(app.screen, ForgetEngagementDialog)
+    assert audit_ids(store) == before
 
 
 # ---------------------------------------------------------------- reveal

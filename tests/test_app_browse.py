@@ -461,9 +461,9 @@ async def test_actions_show_only_where_the_source_offers_them(store: MemoryStore
         tree = app.query_one(ScopeTree)
         tree.move_cursor(tree.find("engagement", "episodic", "globex-retest"))
         await settle(pilot)
-        assert tree.check_action("forget_engagement", ()) is False
+        assert tree.check_action("forget_scope", ()) is False
         offered.add("forget_scope")
-        assert tree.check_action("forget_engagement", ()) is True
+        assert tree.check_action("forget_scope", ()) is True
         tree.move_cursor(tree.find("tier", "longterm", "longterm"))
         await settle(pilot)
         requested: list[str] = []
@@ -525,7 +525,7 @@ async def test_a_langgraph_store_browses_by_namespace(tmp_path: Path, private_ca
             # Refute and forget-engagement are not keys here at all; forget is.
             assert table.check_action("refute", ()) is False
             assert table.check_action("forget", ()) is True
-            assert tree.check_action("forget_engagement", ()) is False
+            assert tree.check_action("forget_scope", ()) is False
             # The detail: its id, the scope, the source's own sections.
             text = app.query_one(RecordDetail).text()
             assert record.id in text and "namespace" in text

@@ -496,3 +496,96 @@ async def test_langgraph_namespaces_nest_in_the_scope_tree(tmp_path):
             assert again is not None and again.parent.data.value == "memories.user-2"
     finally:
         source.close()
+
+
+@pytest.mark.parametrize(
+    ("kind", "now", "key", "tier", "value"),
+    [
+        (LANGGRAPH, LG_NOW, "namespace", "memories", "memories.user-2"),
+        ("mem0", None, "user_id", "memory", "alice"),
+        (LETTA, None, "archive", "archival", "ops-runbooks"),
+    ],
+    ids=["langgraph", "mem0", "letta"],
+)
+async def test_F_forgets_a_foreign_scope_from_the_tree(kind, now, key, tier, value, tmp_path):
+    """F on a namespace, a mem0 user or a Letta archive: the blast radius and the store's
+    rule, the typed name, then every record of it gone, the tree recounted, one intent and
+    one outcome event named in the notice."""
+    from memtui.tui.dialogs import ForgetEngagementDialog
+
+    path = make(kind, tmp_path / "store")
+    source = open_source(path, now=now, clock=fixed_clock, allow_writes=True, operator="tester")
+    try:
+        doomed = [r.id for r in source.iter_records({key: value}, include_hidden=True)]
+        assert doomed
+        app = make_app(source, operator="tester", poll_interval=None)
+        async with app.run_test(size=(140, 50)) as pilot:
+            await settle(pilot)
+            tree = app.query_one(ScopeTree)
+            tree.focus()
+            tree.move_cursor(tree.find(key, tier, value))
+            await settle(pilot)
+            noun = "namespace" if kind == LANGGRAPH else "scope"  # mem0, Letta: several keys
+            assert f"F Forget {noun}" in screen_text(app).splitlines()[-1]
+            await pilot.press("F")
+            await settle(pilot)
+            dialog = app.screen
+            assert isinstance(dialog, ForgetEngagementDialog)
+            text = " ".join(screen_text(app).split())
+            assert f"{len(doomed)} records will be erased" in text
+            assert " ".join(source.forget_scope_rule(key).split()[:6]) in text
+            dialog.query_one("#reason", Input).value = "subject asked"
+            dialog.query_one("#confirm-name", Input).value = value
+            await settle(pilot)
+            await pilot.click("#confirm")
+            await settle(pilot)
+            assert not isinstance(app.screen, ForgetEngagementDialog)
+            assert source.get_many(doomed) == {}
+            events = source.audit_events()
+            assert [e["action"] for e in events] == ["forget", "forget-intent"]
+            assert events[0]["details"]["scope"] == {key: value}
+            messages = " ".join(str(n.message) for n in app._notifications)
+            assert f"Forgot {len(doomed)} records of {key} {value}" in messages
+            assert f"audit event #{events[0]['id']}" in messages
+            node = tree.find(key, tier, value)
+            assert node is None or node.data is None or node.data.kind == "tier"
+    finally:
+        source.close()
+
+
+async def test_a_foreign_banner_fits_80_columns_with_its_fix_it_command(tmp_path):
+    """At 80 columns the erasure-gap line keeps its fix-it command whole (the explanation
+    is cut instead)."""
+    source = open_source(copy_mem0_store(tmp_path / "store"), clock=fixed_clock)
+    try:
+        app = make_app(source, poll_interval=None)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot)
+            banner = screen_text(app).splitlines()[1:7]
+            gap = next(line for line in banner if line.strip().startswith("erasure gap"))
+            assert gap.rstrip().endswith("`memtui forget-gaps PATH --allow-writes`")
+            assert all(len(line.rstrip()) <= 80 for line in banner)
+    finally:
+        source.close()
+
+
+async def test_a_foreign_banner_recounts_after_a_forget(tmp_path):
+    """The banner's counts (points, erasure gaps) are read again after a forget in the app."""
+    source = open_source(copy_mem0_store(tmp_path / "store"), clock=fixed_clock, allow_writes=True)
+    try:
+        app = make_app(source, operator="tester", poll_interval=None)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot)
+            assert "collection mem0: 6 points" in screen_text(app)
+            app.query_one(RecordTable).focus()
+            await pilot.press("f")
+            await settle(pilot)
+            assert isinstance(app.screen, ConfirmRecordAction)
+            app.screen.query_one("#reason", Input).value = "subject asked"
+            await pilot.click("#confirm")
+            await settle(pilot)
+            text = screen_text(app)
+            assert "5 live records" in text.splitlines()[0]
+            assert "collection mem0: 5 points" in text and "6 points" not in text
+    finally:
+        source.close()

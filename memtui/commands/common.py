@@ -342,6 +342,14 @@ def short_time(value: str | None) -> str:
     return value[:16].replace("T", " ") if value else ""
 
 
+def no_record(source: MemorySource, record_id: str) -> click.ClickException:
+    """ "No record with id X", and which id to use when X names one as the store's own
+    tools do (a LangGraph ``namespace/key``, a bare point id)."""
+    text = escape_controls(source.missing_record_message(record_id))
+    hint = source.id_hint(record_id)
+    return click.ClickException(f"{text}; {escape_controls(hint)}" if hint else text)
+
+
 def confirm_or_abort(question: str, assume_yes: bool) -> None:
     """Ask before erasing; no answer (end of input) counts as no."""
     if assume_yes:

@@ -575,6 +575,9 @@ def _print_explanation(
     out.print(total)
     if result.trace["fallback"]:
         out.print(safe_text(f"  fallback: {result.trace['fallback']}", style="yellow"))
+    field = (result.trace.get("vector") or {}).get("field")
+    if field is not None:  # a store with a vector per text field: the one that scored
+        out.print(safe_text(f"  vector   best of its fields: {field}", style="dim"))
     detail = explanations.get(result.id)
     if not detail:
         return

@@ -25,6 +25,7 @@ from memtui.commands.common import (
     emit_json,
     filter_options,
     json_option,
+    no_record,
     open_cli_source,
     operator_option,
     qdrant_options,
@@ -270,7 +271,7 @@ def forget(
     ) as source:
         record = source.get(record_id)
         if record is None:
-            raise click.ClickException(escape_controls(source.missing_record_message(record_id)))
+            raise no_record(source, record_id)
         source.require("forget")
         preview = source.forget_preview(record_id)
         content = escape_controls(record.content[:60])

@@ -64,6 +64,8 @@ DEFAULT_PAGE_SIZE = 200
 MAX_PAGE_SIZE = 5000
 
 Progress = Callable[[int, int], None]
+Scope = tuple[str, str]
+"""One scope of a store: a scope key and one of its values (``("namespace", "users.alice")``)."""
 
 
 class SourceError(MemoryStoreError):
@@ -288,6 +290,18 @@ def require_reason(reason: str) -> None:
         raise SourceError("a reason is required: say why, it goes into the audit log")
 
 
+def scope_of(engagement: str | None, scope: Scope | None) -> Scope:
+    """The scope ``forget_scope`` was given: ``engagement=E`` or ``scope=(KEY, VALUE)``."""
+    if engagement is not None and scope is not None:
+        raise SourceError("give the engagement or a scope, not both")
+    if scope is not None:
+        key, value = scope
+        return str(key), str(value)
+    if engagement is None:
+        raise SourceError("name the scope to forget: --scope KEY=VALUE (or --engagement E)")
+    return "engagement", str(engagement)
+
+
 def check_limit(limit: int) -> int:
     try:
         value = int(limit)
@@ -317,6 +331,8 @@ class MemorySource(ABC):
     hidden_state: str = "refuted"
     #: what the source can do when opened writable (``capabilities`` has them then)
     write_capabilities: frozenset[str] = frozenset({"forget"})
+    #: the scope keys ``forget_scope`` erases a whole scope by (none: it cannot)
+    forget_scope_keys: tuple[str, ...] = ()
 
     def __init__(self, path: str | Path, *, read_only: bool) -> None:
         self.path = Path(path)
@@ -439,6 +455,12 @@ class MemorySource(ABC):
     @abstractmethod
     def get(self, record_id: str) -> SourceRecord | None:
         """One record by id, whatever its state; None when there is none."""
+
+    def id_hint(self, record_id: str) -> str | None:
+        """When ``record_id`` is not an id of this store's records: which id to use, if it
+        names a record as the store's own tools do (a LangGraph ``namespace/key``, a bare
+        point id), else what its ids look like; None for an id of the right form."""
+        return None
 
     def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
         out: dict[str, SourceRecord] = {}
@@ -582,12 +604,38 @@ class MemorySource(ABC):
         self._require_capability("refute", "refute")
         raise NotImplementedError
 
-    def blast_radius(self, *, engagement: str) -> dict[str, dict[str, int]]:
+    def check_scope_key(self, key: str) -> None:
+        """Refuse a scope key ``forget_scope`` does not erase by (one line naming those it does)."""
+        if key in self.forget_scope_keys:
+            return
+        if not self.forget_scope_keys:
+            raise SourceError(f"forget-scope is not supported by {self.kind_label} sources")
+        raise SourceError(
+            f"forget-scope on {self.kind_label} forgets by "
+            f"{', '.join(self.forget_scope_keys)}, not by {key!r}: give --scope KEY=VALUE "
+            "with one of those"
+        )
+
+    def forget_scope_rule(self, key: str) -> str:
+        """What forgetting a whole scope of ``key`` does, in words (a dialog shows it)."""
+        return ""
+
+    def blast_radius(
+        self, *, engagement: str | None = None, scope: Scope | None = None
+    ) -> dict[str, dict[str, int]]:
         """What ``forget_scope`` would remove: record counts per tier and type."""
         raise SourceError(f"forget-scope is not supported by {self.kind_label} sources")
 
-    def forget_scope(self, *, engagement: str, reason: str, operator: str | None = None) -> int:
-        """Forget every record of one engagement in one audited transaction."""
+    def forget_scope(
+        self,
+        *,
+        engagement: str | None = None,
+        scope: Scope | None = None,
+        reason: str,
+        operator: str | None = None,
+    ) -> int:
+        """Forget every record of one scope (``engagement=E`` is ``scope=("engagement", E)``),
+        audited, erasure verified; returns the count, which also says how erasure went."""
         self._require_capability("forget_scope", "forget-scope")
         raise NotImplementedError
 

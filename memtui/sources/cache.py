@@ -226,6 +226,29 @@ class CacheStore(MemoryStore):
                     ],
                 )
 
+    def replace_vectors(self, vectors: Mapping[str, bytes]) -> int:
+        """Make these records' cached vectors the ones given (a record with a vector per
+        field: the one that counts for the next search); returns how many changed."""
+        found = self.cache_ids(vectors)
+        current = dict(
+            self._conn.execute(
+                "SELECT record_id, vector FROM vectors "
+                "WHERE record_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(found.values())),),
+            ).fetchall()
+        )
+        changed = [
+            (cache_id, vectors[source_id])
+            for source_id, cache_id in found.items()
+            if current.get(cache_id) != vectors[source_id]
+        ]
+        if changed:
+            with self._write():
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO vectors (record_id, vector) VALUES (?, ?)", changed
+                )
+        return len(changed)
+
     def cache_ids(self, source_ids: Iterable[str]) -> dict[str, int]:
         ids = list(source_ids)
         out: dict[str, int] = {}

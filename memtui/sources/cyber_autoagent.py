@@ -104,6 +104,7 @@ class CyberAutoAgentSource(QdrantSource):
     kind_label = "Cyber-AutoAgent memories (Qdrant)"
     tiers = ("finding", "objective", "observation", "knowledge", "other")
     scope_keys = ("target", "operation", "category")
+    forget_scope_keys = scope_keys
     list_scope_keys = ("target",)
     hidden_state = "inactive"
     option_names = ("memory_mode",)

@@ -10,6 +10,7 @@ transaction.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
@@ -23,6 +24,7 @@ from urllib.parse import quote
 
 from memtui.core.embed import Embedder
 from memtui.core.search import SearchResponse, explain_keyword, hybrid_search
+from memtui.core.store import ScopeForgetResult
 from memtui.sources.audit import INTENT, ForeignAudit, default_audit_path
 from memtui.sources.base import (
     HIDDEN_STATES,
@@ -30,12 +32,14 @@ from memtui.sources.base import (
     ForgetOutcome,
     MemorySource,
     Progress,
+    Scope,
     SourceError,
     SourceRecord,
     SourceSearchResult,
     SourceSummary,
     display_time,
     require_reason,
+    scope_of,
     wrap_results,
 )
 from memtui.sources.cache import (
@@ -102,6 +106,50 @@ class GapsOutcome:
             checks=erasure.checks,
             problem=erasure.problem,
         )
+
+
+class ScopeOutcome(ScopeForgetResult):
+    """What a foreign store's ``forget_scope`` did: the number of records forgotten (an
+    ``int``), how erasure went, its intent and outcome audit events and the ids removed."""
+
+    intent_event_id: int
+    removed: tuple[str, ...]
+
+    @classmethod
+    def of(cls, intent: int, event: int, erasure: Erasure) -> ScopeOutcome:
+        out = cls(
+            len(erasure.removed),
+            verified=erasure.verified,
+            event_id=event,
+            problem=erasure.problem,
+            checks=erasure.checks,
+        )
+        out.intent_event_id = intent
+        out.removed = tuple(erasure.removed)
+        return out
+
+
+def radius_of(records: Iterable[SourceRecord]) -> dict[str, dict[str, int]]:
+    """Record counts by tier, then type, in that order (a blast radius)."""
+    out: dict[str, dict[str, int]] = {}
+    for record in records:
+        types = out.setdefault(record.tier, {})
+        types[record.record_type] = types.get(record.record_type, 0) + 1
+    return {tier: dict(sorted(types.items())) for tier, types in sorted(out.items())}
+
+
+def _merged_detail(have: Any, value: Any) -> Any:
+    """Two records' value of one audit detail as one: counts add up, flags all hold,
+    lists join; any other value is the first record's."""
+    if have is None:
+        return value
+    if isinstance(have, bool) or isinstance(value, bool):
+        return bool(have) and bool(value)
+    if isinstance(have, int | float) and isinstance(value, int | float):
+        return have + value
+    if isinstance(have, list) and isinstance(value, list):
+        return have + value
+    return have
 
 
 def _system_clock() -> datetime:
@@ -255,6 +303,8 @@ class ForeignSqliteSource(MemorySource):
             caps.add("history")
         if not self.read_only:
             caps.add("forget")
+            if "forget_scope" in self.write_capabilities:
+                caps.add("forget_scope")
         return frozenset(caps)
 
     def has_vectors(self) -> bool:
@@ -516,18 +566,7 @@ class ForeignSqliteSource(MemorySource):
         preview = self.forget_preview(record_id)
 
         def erase() -> Erasure:
-            applied = self._apply_forget(record)
-            checks = dict(applied.get("checks", {}))
-            file_checks, purge_details = self._purge_file(applied.get("probes", []))
-            checks.update(file_checks)
-            removed = list(applied.get("removed", [record.id]))
-            return Erasure(
-                checks=checks,
-                details={"removed": removed, **applied.get("details", {}), **purge_details},
-                removed=removed,
-                touched=list(applied.get("touched", [])),
-                note=applied.get("note"),
-            )
+            return self._erasure_of(self._apply_forget(record), [record.id])
 
         intent, event, done = self._audited_erasure(
             ids=[record.id],
@@ -548,6 +587,128 @@ class ForeignSqliteSource(MemorySource):
             removed=tuple(done.removed),
             problem=done.problem,
         )
+
+    def _erasure_of(self, applied: dict[str, Any], ids: list[str]) -> Erasure:
+        """What ``_apply_forget`` did (to ``ids``), with the file purged and its bytes checked."""
+        checks = dict(applied.get("checks", {}))
+        file_checks, purge_details = self._purge_file(applied.get("probes", []))
+        checks.update(file_checks)
+        removed = list(applied.get("removed", ids))
+        return Erasure(
+            checks=checks,
+            details={"removed": removed, **applied.get("details", {}), **purge_details},
+            removed=removed,
+            touched=list(applied.get("touched", [])),
+            note=applied.get("note"),
+        )
+
+    # -- forget a whole scope
+
+    def _writer(self) -> contextlib.AbstractContextManager[None]:
+        """What a change holds while it runs (a Qdrant folder's lock); nothing here."""
+        return contextlib.nullcontext()
+
+    def scope_records(self, key: str, value: str) -> list[SourceRecord]:
+        """Every record of one scope, hidden ones included: what ``forget_scope`` erases."""
+        return list(self.iter_records({key: value}, include_hidden=True, page_size=2000))
+
+    def forget_scope_rule(self, key: str) -> str:
+        """What a forget of a whole scope does, in words (the app's dialog shows it)."""
+        return (
+            "Every record of this scope, hidden ones too, is erased by the store's own forget "
+            "rule, as forget erases one; the freed pages are purged (VACUUM), the bytes "
+            "checked, and memtui's cached copy goes too."
+        )
+
+    def blast_radius(
+        self, *, engagement: str | None = None, scope: Scope | None = None
+    ) -> dict[str, dict[str, int]]:
+        key, value = scope_of(engagement, scope)
+        self.check_scope_key(key)
+        return radius_of(self.scope_records(key, value))
+
+    def forget_scope(
+        self,
+        *,
+        engagement: str | None = None,
+        scope: Scope | None = None,
+        reason: str,
+        operator: str | None = None,
+    ) -> ScopeOutcome:
+        """Forget every record of one scope: one intent, each record by the store's own
+        rule, one purge and byte check, one outcome event naming the scope."""
+        key, value = scope_of(engagement, scope)
+        self.check_scope_key(key)
+        self._require_writable()
+        require_reason(reason)
+        with self._writer():
+            records = self.scope_records(key, value)  # what is on disk now, under the lock
+            if not records:
+                raise SourceError(f"{key} {value!r} has no records to forget")
+            ids = [r.id for r in records]
+            intent, event, done = self._audited_erasure(
+                ids=ids,
+                tier=", ".join(sorted({r.tier for r in records})),
+                record_type=", ".join(sorted({r.record_type for r in records})),
+                reason=reason,
+                operator=operator,
+                plan={"scope": {key: value}, "plan": radius_of(records)},
+                erase=lambda: self._scope_erasure(records, scope=(key, value)),
+                failure="forget-scope failed, nothing was changed",
+                operation="forget-scope",
+            )
+        return ScopeOutcome.of(intent, event, done)
+
+    def _scope_erasure(self, records: Sequence[SourceRecord], *, scope: Scope) -> Erasure:
+        ids = [r.id for r in records]
+        done = self._erasure_of(self._apply_forget_many(records), ids)
+        done.details["scope"] = {scope[0]: scope[1]}  # the scope's name, never a value of it
+        return done
+
+    def _apply_forget_many(self, records: Sequence[SourceRecord]) -> dict[str, Any]:
+        """``_apply_forget`` for several records, as one result."""
+        return self._forget_each(records, self._apply_forget)
+
+    @staticmethod
+    def _forget_each(
+        records: Sequence[SourceRecord], apply: Callable[[SourceRecord], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """``apply`` (one record's forget) on each record in turn, merged into one result.
+
+        A record that fails stops the rest: when one was forgotten before it, the result
+        says so (the check ``every_record_erased`` fails, the note says where it stopped)
+        instead of raising, so that the outcome event records what did go.
+        """
+        merged: dict[str, Any] = {
+            "removed": [],
+            "touched": [],
+            "checks": {},
+            "probes": [],
+            "details": {},
+        }
+        notes: list[str] = []
+        for done, record in enumerate(records):
+            try:
+                applied = apply(record)
+            except Exception as exc:
+                if not done:
+                    raise
+                why = str(exc) if isinstance(exc, SourceError) else type(exc).__name__
+                merged["checks"]["every_record_erased"] = False
+                notes.append(f"stopped after {done} of {len(records)} records: {why}")
+                break
+            merged["removed"].extend(applied.get("removed", [record.id]))
+            merged["touched"].extend(applied.get("touched", []))
+            merged["probes"].extend(applied.get("probes", []))
+            for name, held in applied.get("checks", {}).items():
+                merged["checks"][name] = merged["checks"].get(name, True) and bool(held)
+            for name, value in applied.get("details", {}).items():
+                merged["details"][name] = _merged_detail(merged["details"].get(name), value)
+            if applied.get("note"):
+                notes.append(str(applied["note"]))
+        if notes:
+            merged["note"] = "; ".join(dict.fromkeys(notes))
+        return merged
 
     def audit_source(self) -> dict[str, Any]:
         """What the audit events say the store is (never a value of it)."""

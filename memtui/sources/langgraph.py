@@ -13,7 +13,9 @@
   boundary second is still live. Both of the library's ``expires_at`` forms
   (``put``'s ``...ffffff+00:00`` and a refresh's ``DATETIME(...)``) compare
   correctly that way, and memtui uses the same comparison.
-- ``store_vectors`` embeddings are little-endian float32, read directly.
+- ``store_vectors`` embeddings are little-endian float32, read directly. An item
+  with several indexed text fields has a vector per field; as LangGraph's own search,
+  it scores as its best field for the query (the breakdown names the field).
   LangGraph's own delete leaves them behind (its ``ON DELETE CASCADE`` never
   fires): those orphaned vectors are an erasure gap, counted in the summary.
 - Forget (with ``--allow-writes``) deletes the row and every vector of it in
@@ -30,6 +32,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memtui.core.records import format_timestamp
+from memtui.core.search import SearchResponse, cosine
 from memtui.core.secrets import is_secret_key
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
@@ -45,7 +48,7 @@ from memtui.sources.base import (
     encode_id,
     require_reason,
 )
-from memtui.sources.cache import FilterSql
+from memtui.sources.cache import FilterSql, unpack_f32
 from memtui.sources.foreign import Erasure, ForeignSqliteSource, GapsOutcome
 
 ID_PREFIX = "lg"
@@ -99,6 +102,8 @@ class LangGraphSource(ForeignSqliteSource):
     kind = "langgraph"
     kind_label = "LangGraph SqliteStore"
     scope_keys = ("namespace",)
+    forget_scope_keys = scope_keys
+    write_capabilities = frozenset({"forget", "forget_scope"})
     hidden_state = "expired"
     id_prefix = ID_PREFIX
 
@@ -343,6 +348,20 @@ class LangGraphSource(ForeignSqliteSource):
         rows = self.query(f"{self._select()} WHERE s.prefix = ? AND s.key = ?", key)
         return self._record(rows[0]) if rows else None
 
+    def id_hint(self, record_id: str) -> str | None:
+        """``memories.user-1/trip`` (or ``memories/user-1/trip``) names an item by its
+        namespace and key, as LangGraph's ``get(namespace, key)`` does: say its id."""
+        if self._key(record_id) is not None:
+            return None
+        text = str(record_id)
+        for at in (i for i, char in enumerate(text) if char == "/"):
+            space, key = text[:at], text[at + 1 :]
+            for prefix in dict.fromkeys((space, space.replace("/", "."))):
+                candidate = encode_id(ID_PREFIX, prefix, key)
+                if self.get(candidate) is not None:
+                    return f"memtui's id of item {key!r} in namespace {prefix!r} is {candidate}"
+        return "a LangGraph item's id is lg:NAMESPACE/KEY, as `memtui records` lists it"
+
     def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
         out: dict[str, SourceRecord] = {}
         for record_id in record_ids:
@@ -412,21 +431,64 @@ class LangGraphSource(ForeignSqliteSource):
         rows = self.query("SELECT length(embedding) / 4 FROM store_vectors LIMIT 1")
         return rows[0][0] if rows else None
 
-    def cache_vectors(self) -> dict[str, bytes]:
+    def field_vectors(self) -> dict[str, dict[str, bytes]]:
+        """Every stored vector of every item, by record id, then field name in name order
+        (one per text field the store's index embeds; LangGraph's default index has one,
+        ``$``)."""
         if not self.has_vectors():
             return {}
-        out: dict[str, bytes] = {}
-        # One vector per item: the first field by name (LangGraph's default index
-        # has one, "$"); the detail pane lists every field.
-        for prefix, key, blob in self.query(
-            "SELECT v.prefix, v.key, v.embedding FROM store_vectors AS v "
+        out: dict[str, dict[str, bytes]] = {}
+        for prefix, key, field_name, blob in self.query(
+            "SELECT v.prefix, v.key, v.field_name, v.embedding FROM store_vectors AS v "
             "JOIN store AS s ON s.prefix = v.prefix AND s.key = v.key "
             "ORDER BY v.prefix, v.key, v.field_name"
         ):
-            record_id = encode_id(ID_PREFIX, prefix, key)
-            if record_id not in out and isinstance(blob, bytes) and blob:
-                out[record_id] = bytes(blob)
+            if isinstance(blob, bytes) and blob:
+                fields = out.setdefault(encode_id(ID_PREFIX, prefix, key), {})
+                fields[str(field_name)] = bytes(blob)
         return out
+
+    def cache_vectors(self) -> dict[str, bytes]:
+        # The first field by name; a search puts in the field that wins for its query.
+        return {rid: next(iter(fields.values())) for rid, fields in self.field_vectors().items()}
+
+    def search(self, query: str, **kwargs: Any) -> SearchResponse:
+        """LangGraph's rule for an item with several vectors (several text fields
+        indexed): it scores every field and keeps the best. The cached vector of such an
+        item is the one of the field that wins for this query, so the vector lane's score
+        is LangGraph's; such a result's breakdown names its field (``vector.field``)."""
+        several = {
+            rid: vectors for rid, vectors in self.field_vectors().items() if len(vectors) > 1
+        }
+        winners: dict[str, str] = {}
+        with self._index_lock:  # no other search sees the vectors of this one's query
+            query_vector = self._query_vector(query, kwargs) if several else None
+            if query_vector is not None:
+                for rid, vectors in several.items():
+                    winners[rid] = max(
+                        vectors, key=lambda name: cosine(query_vector, unpack_f32(vectors[name]))
+                    )
+                cache = self.index.store(kwargs.get("progress"))
+                cache.replace_vectors({rid: several[rid][winners[rid]] for rid in several})
+            response = super().search(query, **kwargs)
+        for result in response.candidates:
+            lane = result.trace.get("vector")
+            record_id = getattr(result, "id", None)
+            if isinstance(lane, dict) and lane.get("raw") is not None and record_id in winners:
+                lane["field"] = winners[record_id]
+        return response
+
+    def _query_vector(self, query: str, options: Mapping[str, Any]) -> list[float] | None:
+        """The query's embedding when the vector lane will run on the store's vectors."""
+        embedder = options.get("embedder")
+        if embedder is None or options.get("keyword_only"):
+            return None
+        if getattr(embedder, "dim", None) != self.vector_dim():
+            return None
+        try:
+            return [float(v) for v in embedder([query])[0]]
+        except Exception:  # the search itself reports a failing embedder
+            return None
 
     # -- forget
 
@@ -493,6 +555,13 @@ class LangGraphSource(ForeignSqliteSource):
             "probes": probes,
             "details": {"vectors_removed": vectors},
         }
+
+    def forget_scope_rule(self, key: str) -> str:
+        return (
+            "Every item of this namespace and of each namespace under it, expired ones too, "
+            "is deleted with all its vectors, as forget deletes one; the freed pages are "
+            "purged (VACUUM), the bytes checked, and memtui's cached copy goes too."
+        )
 
     # -- forget the erasure gap
 

@@ -59,6 +59,9 @@ class LettaSource(UnionViewSource):
     tiers = TIERS
     scope_keys = ("archive", "tag", "label")
     extra_scope_keys = ("tag",)  # a JSON list in the view's ``tags`` column
+    # Passages only (core blocks are not forgotten); ``agent``: the archives it owns.
+    forget_scope_keys = ("archive", "tag", "agent")
+    write_capabilities = frozenset({"forget", "forget_scope"})
     hidden_state = "deleted"
 
     @property
@@ -183,6 +186,19 @@ class LettaSource(UnionViewSource):
             if parts is not None:
                 return part, parts[0]
         return None
+
+    def id_hint(self, record_id: str) -> str | None:
+        """A bare passage or block id, as Letta names it: say memtui's id of it."""
+        if self._key(record_id) is not None:
+            return None
+        for tier in TIERS:
+            candidate = encode_id(tier, str(record_id).strip())
+            if self.get(candidate) is not None:
+                return f"memtui's id of {record_id} is {candidate}"
+        return (
+            "a Letta record's id is archival:PASSAGE_ID or core:BLOCK_ID, as `memtui records` "
+            "lists it"
+        )
 
     def _load(self, keys: Iterable[tuple[int, str]]) -> dict[tuple[int, str], SourceRecord]:
         keys = list(keys)
@@ -378,6 +394,36 @@ class LettaSource(UnionViewSource):
             "probes": [body.encode("utf-8")] if body else [],
             "details": {"tag_rows_removed": tags},
         }
+
+    # -- forget a whole scope
+
+    def scope_records(self, key: str, value: str) -> list[SourceRecord]:
+        """``agent``: the passages of the archives the agent (by id or name) is attached to
+        in ``archives_agents``; an archive another agent is attached to as well is refused
+        (forget it by its name, knowing both agents lose it)."""
+        if key != "agent":
+            return super().scope_records(key, value)
+        if "archives_agents" not in self.columns or "agents" not in self.columns:
+            return []
+        links = self.query(
+            f"SELECT l.archive_id, {self._archive_name('l')} FROM archives_agents AS l "
+            "LEFT JOIN agents AS g ON g.id = l.agent_id WHERE l.agent_id = ? OR g.name = ?",
+            (value, value),
+        )
+        records: list[SourceRecord] = []
+        for archive_id, name in dict.fromkeys(links):
+            others = self.query(
+                "SELECT count(*) FROM archives_agents WHERE archive_id = ? AND agent_id NOT IN "
+                "(SELECT id FROM agents WHERE id = ? OR name = ?)",
+                (archive_id, value, value),
+            )[0][0]
+            if others:
+                raise SourceError(
+                    f"archive {name!r} of agent {value!r} is attached to {others} other "
+                    f"agent(s) too: forget it with --scope archive={name} if they should lose it"
+                )
+            records.extend(super().scope_records("archive", str(name)))
+        return records
 
     # -- forget the erasure gap
 

@@ -256,6 +256,7 @@ class Mem0Source(QdrantSource):
     kind_label = "mem0 memories (Qdrant)"
     tiers = ("memory", "procedural")
     scope_keys = ("user_id", "agent_id", "run_id")
+    forget_scope_keys = scope_keys
     hidden_state = "deleted"
     option_names = ("mem0_history",)
 

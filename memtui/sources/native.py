@@ -27,10 +27,12 @@ from memtui.sources.base import (
     MemorySource,
     Page,
     Progress,
+    Scope,
     SourceError,
     SourceRecord,
     TierFacet,
     check_limit,
+    scope_of,
     unknown_filter_error,
     wrap_results,
 )
@@ -75,6 +77,7 @@ class NativeSource(MemorySource):
     scope_keys = NATIVE_SCOPE_KEYS
     hidden_state = "refuted"
     write_capabilities = frozenset({"forget", "forget_scope", "refute", "reveal"})
+    forget_scope_keys = ("engagement",)
 
     def __init__(self, store: MemoryStore) -> None:
         super().__init__(store.path or Path(":memory:"), read_only=store.read_only)
@@ -384,15 +387,34 @@ class NativeSource(MemorySource):
             ),
         }
 
-    def forget_scope(self, *, engagement: str, reason: str, operator: str | None = None) -> int:
+    def forget_scope(
+        self,
+        *,
+        engagement: str | None = None,
+        scope: Scope | None = None,
+        reason: str,
+        operator: str | None = None,
+    ) -> int:
         """The store's ``ScopeForgetResult``: the count (an ``int``), whether erasure was
         verified, and the ``forget-scope`` audit event it wrote."""
         self._require_capability("forget_scope", "forget-scope")
+        key, value = scope_of(engagement, scope)
+        self.check_scope_key(key)
         with _as_source_errors():
-            return self.store.forget_scope(engagement=engagement, reason=reason, operator=operator)
+            return self.store.forget_scope(engagement=value, reason=reason, operator=operator)
 
-    def blast_radius(self, *, engagement: str) -> dict[str, dict[str, int]]:
-        return self.store.blast_radius(engagement=engagement)
+    def forget_scope_rule(self, key: str) -> str:
+        return (
+            "Every record of this engagement, in every tier, is erased with its index entries "
+            "and vectors. Tactics are not engagement-scoped and stay."
+        )
+
+    def blast_radius(
+        self, *, engagement: str | None = None, scope: Scope | None = None
+    ) -> dict[str, dict[str, int]]:
+        key, value = scope_of(engagement, scope)
+        self.check_scope_key(key)
+        return self.store.blast_radius(engagement=value)
 
     def lane_choices(self) -> tuple[list[str], dict[str, int], list[str]]:
         tactics = self.store.scope_facets()["longterm"][1].get("profile_hash", {})

@@ -899,6 +899,16 @@ def text_fields(value: Any) -> list[str]:
     return out
 
 
+def payload_text(value: Any) -> str | None:
+    """A scalar payload value as a scope value is typed (``true``, ``7``, ``alice``);
+    None for a list, an object or nothing."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str | int | float):
+        return str(value)
+    return None
+
+
 def epoch_text(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
@@ -933,6 +943,9 @@ class QdrantSource(ForeignSqliteSource):
     list_scope_keys: tuple[str, ...] = ()
     hidden_state = "expired"
     id_prefix = ID_PREFIX
+    write_capabilities = frozenset({"forget", "forget_scope"})
+    _held = False
+    """While True the snapshot is not re-read (a scope forget deletes point after point)."""
 
     def __init__(
         self,
@@ -1168,7 +1181,7 @@ class QdrantSource(ForeignSqliteSource):
 
     def _current(self) -> _Snapshot:
         with self._lock:
-            if not self.is_server and self.state_key() != self._snap.key:
+            if not self.is_server and not self._held and self.state_key() != self._snap.key:
                 self._reload()
             return self._snap
 
@@ -1309,6 +1322,21 @@ class QdrantSource(ForeignSqliteSource):
         record = None if key is None else self._current().by_id.get(key)
         return None if record is None else self.restate(record)
 
+    def id_hint(self, record_id: str) -> str | None:
+        """A bare point id (``7``, a UUID), as Qdrant and mem0 name a point: say its id."""
+        if pid_of(record_id) is not None:
+            return None
+        text = str(record_id).strip()
+        try:
+            candidate = record_id_of(normalize_pid(int(text) if text.isdigit() else text))
+        except ValueError:
+            candidate = None
+        if candidate is not None and self.get(candidate) is not None:
+            return f"memtui's id of point {text} is {candidate}"
+        return (
+            f"a {self.kind_label} record's id is {ID_PREFIX}:POINT_ID, as `memtui records` lists it"
+        )
+
     def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
         snap = self._current()
         out: dict[str, SourceRecord] = {}
@@ -1432,6 +1460,54 @@ class QdrantSource(ForeignSqliteSource):
             "probes": [],
             "details": {"collection": self.info.name, "backend": self.backend.kind},
         }
+
+    # -- forget a whole scope
+
+    @property
+    def payload_scopes(self) -> bool:
+        """Whether a scope is a top-level payload ``KEY=VALUE`` (a collection memtui maps
+        to no scope keys of its own, such as a plain Qdrant collection)."""
+        return not self.scope_keys
+
+    def check_scope_key(self, key: str) -> None:
+        if not self.payload_scopes:
+            super().check_scope_key(key)
+        elif not key.strip():
+            raise SourceError("name a payload key of the points: --scope KEY=VALUE")
+
+    def scope_records(self, key: str, value: str) -> list[SourceRecord]:
+        snap = self._current()
+        if self.payload_scopes:
+            return [
+                self.restate(record)
+                for record in snap.records
+                if record.id in snap.points
+                and payload_text(snap.points[record.id].payload.get(key)) == value
+            ]
+        return [
+            record
+            for record in (self.restate(r) for r in snap.records)
+            if self._matches(record, {key: value})
+        ]
+
+    def _apply_forget_many(self, records: Sequence[SourceRecord]) -> dict[str, Any]:
+        """Each point deleted in turn from the snapshot read before the first (the file
+        changes under it), and every point's bytes kept for the one check after."""
+        plans: dict[str, list[bytes]] = {}
+
+        def apply(record: SourceRecord) -> dict[str, Any]:
+            applied = self._apply_forget(record)
+            for path, probes in self._probe_plan.items():
+                plans.setdefault(path, []).extend(probes)
+            return applied
+
+        self._held = True
+        try:
+            applied = self._forget_each(records, apply)
+        finally:
+            self._held = False
+        self._probe_plan = plans
+        return applied
 
     def _purge_connection(self, conn: sqlite3.Connection, path: Path, probes: Sequence[bytes]):
         checks: dict[str, bool] = {}

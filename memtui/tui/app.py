@@ -36,7 +36,7 @@ from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.browse import BrowsePane, RecordTable
 from memtui.tui.commands import MemtuiCommands
 from memtui.tui.footer import KeysFooter
-from memtui.tui.format import fit, hidden_words, now_label, plural, record_label
+from memtui.tui.format import fit, hidden_words, now_label, plural, record_label, scope_label
 
 if TYPE_CHECKING:  # imported when first used: not needed for the first screen
     from memtui.tui.audit_view import AuditPane
@@ -318,7 +318,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             lines[0].append(" · read-only: forget needs --allow-writes", style="dim")
         width = max((terminal_width or self.size.width) - 4, 40)
         for note in notes:
-            text = safe_text(note, limit=width)
+            text = fitted_note(note, width)
             if lines[-1].cell_len + 3 + text.cell_len <= width:
                 lines[-1].append(" · ", style="dim")
                 lines[-1].append_text(text)
@@ -876,35 +876,39 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if self.mounted_pane("audit") is not None:
             self.audit.reload()
 
-    def request_forget_engagement(self, engagement: str) -> None:
+    def request_forget_scope(self, key: str, value: str) -> None:
+        """Forget one scope (an engagement, a namespace, a mem0 user...): blast radius first."""
         if self.refuse_unless_able("forget-scope"):
             return
-        self._blast_radius(engagement)
+        self._blast_radius(key, value)
 
     @work(thread=True, exclusive=True, group="radius", exit_on_error=False, name="Blast radius")
-    def _blast_radius(self, engagement: str) -> None:
+    def _blast_radius(self, key: str, value: str) -> None:
         moved = self.source.path_changed()
         if moved is not None:
             self.call_from_thread(self._refuse_moved, moved)
             return
-        radius = self.source.blast_radius(engagement=engagement)
-        self.call_from_thread(self._show_forget_engagement, engagement, radius)
+        radius = self.source.blast_radius(scope=(key, value))
+        rule = self.source.forget_scope_rule(key)
+        self.call_from_thread(self._show_forget_scope, (key, value), radius, rule)
 
-    def _show_forget_engagement(self, engagement: str, radius: dict[str, dict[str, int]]) -> None:
+    def _show_forget_scope(
+        self, scope: tuple[str, str], radius: dict[str, dict[str, int]], rule: str
+    ) -> None:
         from memtui.tui.dialogs import ForgetEngagementDialog
 
         if not radius:
             self.notify(
-                f"Engagement {escape_controls(engagement)} has no records to forget.",
+                f"{scope_words(scope).capitalize()} has no records to forget.",
                 severity="warning",
                 markup=False,
             )
             return
         self.push_screen(
             ForgetEngagementDialog(
-                engagement, radius, reason=self._kept("forget-scope", engagement)
+                scope[1], radius, reason=self._kept("forget-scope", scope), key=scope[0], rule=rule
             ),
-            callback=lambda reason: self._confirmed("forget-scope", engagement, reason),
+            callback=lambda reason: self._confirmed("forget-scope", scope, reason),
         )
 
     def _confirmed(self, kind: str, target: Any, reason: str | None) -> None:
@@ -1020,15 +1024,11 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             outcome = source.forget(str(target), reason=reason, operator=self.operator)
             return outcome.event_id, _forget_message(record, outcome), len(outcome.removed), None
         if kind == "forget-scope":
-            count = source.forget_scope(
-                engagement=str(target), reason=reason, operator=self.operator
-            )
+            count = source.forget_scope(scope=target, reason=reason, operator=self.operator)
             # A memtui database returns the count with how erasure went (and its own
             # forget-scope event); another source returns a plain count.
             event = getattr(count, "event_id", None) or _event_of(source, "forget-scope", None)
-            message = (
-                f"Forgot {plural(count, 'record')} of engagement {escape_controls(str(target))}"
-            )
+            message = f"Forgot {plural(count, 'record')} of {scope_words(target)}"
             if not getattr(count, "verified", True):
                 problem = getattr(count, "problem", None) or "see the audit log"
                 message += f": erasure NOT verified ({escape_controls(str(problem))})"
@@ -1048,22 +1048,25 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             record = source.get(str(target))
             return record is None or record.state == "refuted"
         if kind == "forget-scope":
-            return not source.blast_radius(engagement=str(target))
+            return not source.blast_radius(scope=target)
         return False  # a reveal is one transaction: a busy try changed nothing
 
     def _done_outcome(self, kind: str, target: Any) -> tuple[Any, ...]:
         action = {"forget": "forget", "refute": "refute", "forget-scope": "forget-scope"}[kind]
         ids = None if kind == "forget-scope" else [str(target)]
         event = _event_of(self.source, action, ids)
-        what = escape_controls(str(target))
-        what = what if kind == "forget-scope" else record_label(what)
+        what = (
+            scope_words(target)
+            if kind == "forget-scope"
+            else record_label(escape_controls(str(target)))
+        )
         return event, f"Done ({action} {what}); see the audit log", 0, None
 
     def _gave_up(self, kind: str, target: Any, reason: str, tries: int) -> None:
         self._change_done()
         record = target[0] if kind == "reveal" else target
         what = (
-            f"engagement {escape_controls(str(record))}"
+            scope_words(target)
             if kind == "forget-scope"
             else f"record {escape_controls(record_label(str(record)))}"
         )
@@ -1096,11 +1099,13 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self.refresh_views()
 
     def refresh_views(self) -> None:
-        """After a change: recount and reload every tab, re-run the search."""
+        """After a change: recount and reload every tab, re-run the search, and read the
+        source's notes again (a foreign store's counts and erasure gaps are in them)."""
         for tab, _ in TABS:
             pane = self.mounted_pane(tab)
             if pane is not None:
                 pane.reload()
+        self._load_banner()
 
 
 CHECK_SCRIPT = """
@@ -1164,6 +1169,29 @@ def _short_label(source: MemorySource) -> str:
     label = source.label
     suffix = f" ({source.kind_label})"
     return label[: -len(suffix)] if label.endswith(suffix) else label
+
+
+def fitted_note(note: str, width: int) -> Text:
+    """A banner note within ``width`` characters: a note that ends with the command that
+    fixes it (`` `memtui forget-gaps PATH --allow-writes` ``) is cut before the command,
+    so the command stays whole and visible."""
+    close = note.rfind("`")
+    start = note.rfind("`", 0, close)
+    if len(note) <= width or start < 0 or note[close + 1 :].strip(" .;)"):
+        return safe_text(note, limit=width)
+    command = note[start:]
+    room = width - len(command) - 2  # the ellipsis and a space
+    if room < 12:
+        return safe_text(note, limit=width)
+    out = safe_text(note[:start].rstrip(), limit=room)
+    out.append(" ")
+    out.append_text(safe_text(command))
+    return out
+
+
+def scope_words(scope: tuple[str, str]) -> str:
+    """A scope as a notice names it: ``engagement acme-q4``, ``namespace users.alice``."""
+    return f"{scope_label(scope[0])} {escape_controls(str(scope[1]))}"
 
 
 def _event_of(source: MemorySource, action: str, record_ids: list[str] | None) -> int | None:

@@ -59,6 +59,8 @@ class Lane:
     pool_min: float | None
     pool_max: float | None
     pool_limit: int | None
+    field: str | None = None
+    """The stored vector's field that scored (a store with a vector per text field)."""
 
     @property
     def part(self) -> float:
@@ -112,6 +114,7 @@ def arithmetic(
             pool_min=pool.get("min"),
             pool_max=pool.get("max"),
             pool_limit=pool.get("limit"),
+            field=item.get("field"),
         )
 
     return Arithmetic(
@@ -155,6 +158,11 @@ def _lane_lines(
     out.append(f" × {step.weight} = ")
     out.append(step.part, style="bold")
     out.append("\n")
+    if lane.found and lane.field is not None:
+        out.append(INDENT)
+        out.append("best of its fields: ", style="dim")
+        out.append_text(safe_text(lane.field, limit=60))
+        out.append("\n")
     if lane.found:
         out.append(INDENT)
         if step.all_equal:

@@ -144,6 +144,12 @@ class ScopeNode:
         return out
 
 
+def forget_noun(source: MemorySource) -> str:
+    """What F forgets in this source: its one scope key's name, else ``scope``."""
+    keys = source.forget_scope_keys
+    return scope_label(keys[0]) if len(keys) == 1 else "scope"
+
+
 # ---------------------------------------------------------------- tree
 
 
@@ -153,9 +159,10 @@ class ScopeTree(Tree[ScopeNode]):
     BINDINGS = [
         Binding(
             "F",
-            "forget_engagement",
-            "Forget engagement",
-            tooltip="On an engagement: forget all its records (blast radius first)",
+            "forget_scope",
+            "Forget scope",
+            tooltip="On a scope (an engagement, a namespace...): forget all its records "
+            "(blast radius first)",
         ),
     ]
 
@@ -167,20 +174,36 @@ class ScopeTree(Tree[ScopeNode]):
         self.show_keys = False
         """Prefix each value with its key (a foreign source with several facet keys)."""
 
+    def name_the_scope(self, noun: str) -> None:
+        """Label F by what it forgets here: ``Forget engagement``, ``Forget namespace``."""
+        bindings = self._bindings.key_to_bindings
+        for key, listed in bindings.items():
+            bindings[key] = [
+                replace(b, description=f"Forget {noun}") if b.action == "forget_scope" else b
+                for b in listed
+            ]
+
+    def forgettable(self, data: ScopeNode | None) -> bool:
+        """Whether a node is a scope ``forget_scope`` erases whole (an engagement...)."""
+        source = self.app.source  # type: ignore[attr-defined]
+        return data is not None and data.kind in source.forget_scope_keys
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "forget_engagement":
-            if not self.app.offers("forget_scope"):  # type: ignore[attr-defined]
-                return False
+        if action == "forget_scope":
+            # Elsewhere F is not offered; pressed there, the pane says what to pick.
             node = self.cursor_node
-            return True if node and node.data and node.data.kind == "engagement" else None
+            return self.app.offers("forget_scope") and self.forgettable(  # type: ignore[attr-defined]
+                node.data if node else None
+            )
         return True
 
-    def action_forget_engagement(self) -> None:
+    def action_forget_scope(self) -> None:
         node = self.cursor_node
-        if node is None or node.data is None or node.data.kind != "engagement":
+        if node is None or not self.forgettable(node.data):
             return
-        if self.app.offers("forget_scope"):  # type: ignore[attr-defined]
-            self.app.request_forget_engagement(node.data.value)  # type: ignore[attr-defined]
+        data = node.data
+        assert data is not None
+        self.app.request_forget_scope(data.kind, str(data.value))  # type: ignore[attr-defined]
 
     def label_for(self, data: ScopeNode) -> Text:
         width = max(self.scrollable_content_region.width, 20)
@@ -832,6 +855,7 @@ class BrowsePane(Pane):
     BINDINGS = [
         Binding("t", "show_hidden", "Show hidden", tooltip="Show refuted and expired records"),
         Binding("t", "hide_hidden", "Hide hidden", tooltip="Hide refuted and expired records"),
+        Binding("F", "pick_scope", "Forget scope", show=False),
     ]
 
     def __init__(self, **kwargs: Any) -> None:
@@ -870,6 +894,7 @@ class BrowsePane(Pane):
 
     def on_mount(self) -> None:
         source = self.source
+        self.tree.name_the_scope(forget_noun(source))
         self.tree.show_keys = source.kind != "memtui" and len(source.facet_keys) > 1
         # Each value then carries its key: the tree takes more of the width.
         self.tree.set_class(self.tree.show_keys, "-keys")
@@ -883,7 +908,24 @@ class BrowsePane(Pane):
         """What this source hides: ``refuted and expired`` (memtui), ``deleted and expired``..."""
         return hidden_words(self.source.hidden_state)
 
+    def action_pick_scope(self) -> None:
+        """F away from a scope node: say what to pick instead of doing nothing."""
+        keys = self.source.forget_scope_keys
+        noun = forget_noun(self.source)
+        which = f" ({', '.join(scope_label(k) for k in keys)})" if len(keys) > 1 else ""
+        article = "an" if noun[:1] in "aeiou" else "a"
+        self.notify(
+            f"Pick {article} {noun}{which} in the tree first: F forgets every record of one "
+            f"{noun}.",
+            title=f"Pick {article} {noun}",
+            severity="warning",
+            timeout=5,
+            markup=False,
+        )
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "pick_scope":
+            return bool(self.source.forget_scope_keys) and self.app.offers("forget_scope")  # type: ignore[attr-defined]
         # Two bindings share `t`; only the one that says what `t` will do applies.
         if action == "show_hidden":
             return not self.show_hidden

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from memtui.core.secrets import secret_paths
-from memtui.tui.format import record_label, refutable
+from memtui.tui.format import record_label, refutable, scope_label
 
 if TYPE_CHECKING:
     from memtui.tui.app import MemtuiApp
@@ -57,12 +57,13 @@ class MemtuiCommands(Provider):
                     "Show one secret-named metadata value (asks for a reason; audited)",
                 )
             )
-        node = app.browse.tree.cursor_node if app.active_tab == "browse" else None
-        if node is not None and node.data is not None and node.data.kind == "engagement":
+        tree = app.browse.tree
+        node = tree.cursor_node if app.active_tab == "browse" else None
+        if node is not None and node.data is not None and tree.forgettable(node.data):
             items.append(
                 (
-                    "Forget the highlighted engagement",
-                    partial(app.request_forget_engagement, node.data.value),
+                    f"Forget the highlighted {scope_label(node.data.kind)}",
+                    partial(app.request_forget_scope, node.data.kind, str(node.data.value)),
                     "Erase every record of it (shows the blast radius first)",
                 )
             )

@@ -1,4 +1,4 @@
-"""Confirmation dialogs for refute and forget, and the blast-radius dialog for an engagement.
+"""Confirmation dialogs for refute and forget, and the blast-radius dialog for a scope.
 
 Every dialog shows exactly what will happen, asks for a reason (focused first), and
 has Cancel as the safe default: ``enter`` in a text box moves on and never confirms,
@@ -162,23 +162,34 @@ class ConfirmRecordAction(ConfirmDialog):
 
 
 class ForgetEngagementDialog(ConfirmDialog):
-    """Forget every record of an engagement: blast radius first, then type its name."""
-
-    ACTION_LABEL = "Forget engagement"
+    """Forget every record of one scope (an engagement, a namespace, a mem0 user...):
+    blast radius first, then type its name."""
 
     def __init__(
-        self, engagement: str, radius: dict[str, dict[str, int]], *, reason: str = ""
+        self,
+        engagement: str,
+        radius: dict[str, dict[str, int]],
+        *,
+        reason: str = "",
+        key: str = "engagement",
+        rule: str,
     ) -> None:
         super().__init__(classes="dialog-forget")
         self.reason = reason
         self.engagement = engagement
+        """The scope's value (an engagement's name for a memtui database)."""
+        self.key = key
+        self.noun = SCOPE_LABELS.get(key, key)
+        self.rule = rule
+        """What the erasure does, in the store's words (``forget_scope_rule``)."""
         self.radius = radius
         self.total = sum(n for types in radius.values() for n in types.values())
+        self.ACTION_LABEL = f"Forget {self.noun}"
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog") as box:
-            box.border_title = "Forget a whole engagement?"
-            title = Text("engagement ", style="dim")
+            box.border_title = f"Forget a whole {self.noun}?"
+            title = safe_text(f"{self.noun} ", limit=40, style="dim")
             title.append_text(one_line(self.engagement, 80))
             title.append(f"  {plural(self.total, 'record')} will be erased", style="bold")
             yield Static(title, classes="dialog-summary")
@@ -191,19 +202,16 @@ class ForgetEngagementDialog(ConfirmDialog):
                     table.add_row(one_line(tier, 20), one_line(record_type, 30), str(count))
             yield Static(table, classes="dialog-preview", id="blast-radius")
             yield Static(
-                Text(
-                    "This cannot be undone. Every record of this engagement, in every tier, "
-                    "is erased with its index entries and vectors. Tactics are not "
-                    "engagement-scoped and stay."
-                ),
+                Text("This cannot be undone. ").append_text(safe_text(self.rule)),
                 classes="dialog-warning",
             )
             yield Label("Reason (written to the audit log)")
             yield self.reason_input()
-            name = Text("Type the engagement name to enable the button: ")
+            what = "engagement name" if self.key == "engagement" else self.noun
+            name = safe_text(f"Type the {what} to enable the button: ")
             name.append_text(one_line(self.engagement, 80))
             yield Label(name)
-            yield Input(placeholder="the engagement name, exactly", id="confirm-name")
+            yield Input(placeholder=f"the {what}, exactly", id="confirm-name")
             yield from self.buttons()
         yield from self.compose_footer()
 
