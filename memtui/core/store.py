@@ -593,6 +593,10 @@ class MemoryStore:
         return builtin
 
     def close(self) -> None:
+        """Close the file, once a vector cache built from it is published (or deleted)."""
+        from memtui.core import vector_cache
+
+        vector_cache.wait_for_writes()
         with self._lock:
             self._conn.close()
         with self._side_lock:
