@@ -269,7 +269,8 @@ def test_a_trigger_that_copies_on_delete_makes_forget_unverified(db_path):
 
 
 def test_text_another_record_still_holds_is_not_a_copy(db_path):
-    """Two records with the same text: forgetting one is verified, the other keeps it."""
+    """Two records with the same text: forgetting one is verified, the other keeps it; so
+    is a text memtui's own data holds elsewhere."""
     with MemoryStore(db_path, clock=fixed_clock) as store:
         _populate(store, 20)
         text = f"{CANARY} said twice"
@@ -277,6 +278,10 @@ def test_text_another_record_still_holds_is_not_a_copy(db_path):
         second = store.add_record(tier="working", record_type="note", content=text)
         assert store.forget(first, reason="duplicate") is True
         assert store.get(second) is not None
+        # Text that memtui's own data holds elsewhere: other records' tier, a record type.
+        for text in ("episodic", "observation"):
+            other = store.add_record(tier="working", record_type="note", content=text)
+            assert store.forget(other, reason="a word memtui also writes") is True
         result = store.forget_scope(engagement="acme", reason="contract ended")
         assert result.verified is True and result.checks["bytes_gone"] is True
 

@@ -234,6 +234,10 @@ _RECORD_COLUMNS = (
     "url_pattern, metadata, created_at, expires_at, refuted, signature"
 )
 
+_AUDIT_TEXT_COLUMNS = (
+    "at, operator, action, record_ids, tier, record_type, signature, reason, details"
+)
+
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 #: What reading a damaged file can raise: SQLite's errors, and UnicodeDecodeError
@@ -2158,11 +2162,11 @@ class MemoryStore:
 
         Read after the checkpoint, byte by byte, every table and free page alike:
         a copy made by something memtui did not write (a trigger of its own, say)
-        shows here. Text that live records or audit reasons still hold is not a
-        copy. The file is read once for each record looked for, as many as
-        ``_BYTE_SCAN_BUDGET`` allows (at least one), spread over the forgotten
-        ones. ``(None, None)`` when nothing was looked for (an in-memory store,
-        texts too short to look for).
+        shows here. Text that memtui's own data still holds (another live record,
+        an audit event, the schema) is not a copy. The file is read once for each
+        record looked for, as many as ``_BYTE_SCAN_BUDGET`` allows (at least
+        one), spread over the forgotten ones. ``(None, None)`` when nothing was
+        looked for (an in-memory store, texts too short to look for).
         """
         if self.path is None:
             return None, None
@@ -2187,15 +2191,19 @@ class MemoryStore:
         return True, None
 
     def _text_kept(self, probe: bytes) -> bool:
-        """Whether a live record (its content or metadata) or an audit reason holds ``probe``."""
-        text = probe.decode("utf-8")
-        return bool(
-            self._conn.execute(
-                "SELECT 1 FROM records WHERE instr(content, ?1) > 0 OR instr(metadata, ?1) > 0 "
-                "UNION ALL SELECT 1 FROM audit_events WHERE instr(reason, ?1) > 0 LIMIT 1",
-                (text,),
-            ).fetchone()
+        """Whether memtui's own data still holds ``probe``: a live record (any field), an
+        audit event (a reason, a record type...) or the schema."""
+        holders = (
+            ("records", _RECORD_COLUMNS),
+            ("audit_events", _AUDIT_TEXT_COLUMNS),
+            ("sqlite_master", "sql"),
         )
+        sql = " UNION ALL ".join(
+            f"SELECT 1 FROM {table} WHERE "
+            + " OR ".join(f"instr({column.strip()}, ?1) > 0" for column in columns.split(","))
+            for table, columns in holders
+        )
+        return bool(self._conn.execute(f"{sql} LIMIT 1", (probe.decode("utf-8"),)).fetchone())
 
     def _checkpoint(self) -> tuple[bool, str | None]:
         if self.path is None:
