@@ -390,10 +390,12 @@ def _take_down_sidecar(store: MemoryStore) -> None:
 def _leftovers(store: MemoryStore) -> list[Path]:
     """This database's cache files whose rows a forget cannot find, so erases whole.
 
-    A temporary matrix that this process is not publishing (one being built,
-    whose rows are not all written yet, or one a process left when it died
-    before publishing it: its ids were never written) and the trash (files
-    moved out of the cache, waiting to be deleted).
+    A temporary matrix that this process is not publishing (one being built
+    here or in another process, whose rows are not all written yet, or one a
+    process left when it died before publishing it: its ids were never
+    written) and the trash (files moved out of the cache, waiting to be
+    deleted). Every such matrix was read before the forget committed: its
+    identity is no longer current, so it would never be published anyway.
     """
     stem = cache_stem(store)
     folder = cache_dir()
