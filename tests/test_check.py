@@ -6,9 +6,11 @@ import sqlite3
 
 import pytest
 from click.testing import CliRunner
+from conftest import fixed_clock
 
 from memtui.cli import main
 from memtui.core.check import check_database, parse_audit_head
+from memtui.core.store import MemoryStore
 
 
 def problems(path):
@@ -23,6 +25,7 @@ def test_a_healthy_database_passes_every_check(sample_db):
         "schema",
         "index-count",
         "fts5",
+        "schema-objects",
         "vectors",
         "audit",
         "audit-triggers",
@@ -276,6 +279,7 @@ def test_an_older_schema_is_named_with_the_command_that_upgrades_it(sample_db):
         "integrity",
         "index-count",
         "fts5",
+        "schema-objects",
         "vectors",
         "audit",
         "audit-triggers",
@@ -571,3 +575,38 @@ def test_a_store_memtui_recognizes_is_named_in_one_line(fixture, what, tmp_path)
         f"problem: schema: {what}, not a memtui database: memtui check covers memtui "
         f"databases; `memtui info {path}` describes this store"
     ]
+
+
+def test_every_schema_object_memtui_did_not_create_is_named(sample_db):
+    """A trigger, table, view or index of another's, and a trigger of memtui's rewritten."""
+    conn = sqlite3.connect(sample_db)
+    conn.executescript(
+        "CREATE TABLE kept (content TEXT);"
+        "CREATE TRIGGER keep_on_delete AFTER DELETE ON records BEGIN "
+        "INSERT INTO kept VALUES (old.content); END;"
+        "CREATE VIEW contents AS SELECT content FROM records;"
+        "CREATE INDEX records_by_content ON records(content);"
+        "DROP TRIGGER records_au;"
+        "CREATE TRIGGER records_au AFTER UPDATE OF content ON records BEGIN "
+        "INSERT INTO kept VALUES (old.content); END;"
+    )
+    conn.close()
+    found = sorted(message for check, message in problems(sample_db) if check == "schema-objects")
+    assert found == [
+        "index 'records_by_content' on 'records': memtui did not create it",
+        "table 'kept': memtui did not create it",
+        "trigger 'keep_on_delete' on 'records': memtui did not create it",
+        "trigger 'records_au' on 'records': not the one memtui creates (its SQL was changed)",
+        "view 'contents': memtui did not create it",
+    ]
+    result = _cli_check(sample_db)
+    assert result.exit_code == 1
+    assert "problem: schema-objects: trigger 'keep_on_delete' on 'records'" in result.output
+
+
+def test_a_database_memtui_wrote_has_only_its_own_schema_objects(sample_db):
+    with MemoryStore(sample_db, clock=fixed_clock) as store:  # every path that recreates one
+        store.ingest([{"tier": "knowledge", "record_type": "note", "content": "more"}])
+        store.forget_scope(engagement=store.engagements()[0], reason="r")
+        store.compact()
+    assert "schema-objects" in check_database(sample_db).passed

@@ -230,3 +230,73 @@ def test_forget_scope_reports_unverified_when_a_reader_pins_the_wal(db_path, mon
             "engagement": "globex",
             "engagement_records": 10,
         }
+
+
+def _add_copying_trigger(path: Path) -> None:
+    """What a hostile store can hold: a table and trigger of its own that keep every
+    deleted record's text."""
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE kept (content TEXT);"
+        "CREATE TRIGGER keep_on_delete AFTER DELETE ON records BEGIN "
+        "INSERT INTO kept VALUES (old.content); END;"
+    )
+    conn.close()
+
+
+def test_a_trigger_that_copies_on_delete_makes_forget_unverified(db_path):
+    """The whole file is read after the checkpoint: a copy in a table memtui did not
+    create is found, and the forget says it is not verified (audited, no text quoted)."""
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        _populate(store, 20)
+        target = store.add_record(
+            tier="working", record_type="note", content=f"{CANARY} rides the copy"
+        )
+    _add_copying_trigger(db_path)
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        assert store.forget(target, reason="leaked") is False
+        incomplete, forget = store.audit_events()[:2]
+        assert (incomplete["action"], forget["action"]) == ("erasure-incomplete", "forget")
+        assert incomplete["details"]["check"] == "bytes_gone"
+        assert incomplete["details"]["problem"].startswith(
+            "a forgotten record's text is still in the database file"
+        )
+        assert CANARY not in repr(incomplete)
+        result = store.forget_scope(engagement="acme", reason="contract ended")
+        assert result.verified is False and result.checks["bytes_gone"] is False
+        assert "memtui check names it" in result.problem
+    assert occurrences(db_path, CANARY)["word"] == 1  # the copy is there: the report is true
+
+
+def test_text_another_record_still_holds_is_not_a_copy(db_path):
+    """Two records with the same text: forgetting one is verified, the other keeps it; so
+    is a text memtui's own data holds elsewhere."""
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        _populate(store, 20)
+        text = f"{CANARY} said twice"
+        first = store.add_record(tier="working", record_type="note", content=text)
+        second = store.add_record(tier="working", record_type="note", content=text)
+        assert store.forget(first, reason="duplicate") is True
+        assert store.get(second) is not None
+        # Text that memtui's own data holds elsewhere: other records' tier, a record type.
+        for text in ("episodic", "observation"):
+            other = store.add_record(tier="working", record_type="note", content=text)
+            assert store.forget(other, reason="a word memtui also writes") is True
+        result = store.forget_scope(engagement="acme", reason="contract ended")
+        assert result.verified is True and result.checks["bytes_gone"] is True
+
+
+def test_the_cli_forget_fails_when_a_trigger_kept_a_copy(db_path):
+    from click.testing import CliRunner
+
+    from memtui.cli import main
+
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        target = store.add_record(tier="working", record_type="note", content=f"{CANARY} x y")
+    _add_copying_trigger(db_path)
+    result = CliRunner().invoke(
+        main, ["forget", str(db_path), str(target), "--reason", "r", "--yes"]
+    )
+    assert result.exit_code != 0
+    assert "erasure NOT verified" in result.output and "erasure verified" not in result.output
+    assert "still in the database file" in result.output

@@ -558,3 +558,144 @@ def test_a_forget_while_the_file_is_written_leaves_no_copy(cache_dir, db_path, m
         loaded = vector_cache.load(reader)
         assert loaded.source == "file" and loaded.removed.tolist() == [row]
         assert len(builds) == built
+
+
+# ---------------------------------------------------------------- nothing left behind
+
+
+def _cli_search(db_path):
+    from click.testing import CliRunner
+
+    from memtui.cli import main
+
+    result = CliRunner().invoke(main, ["search", str(db_path), "alpha bravo", "--limit", "3"])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def _unpublished(folder):
+    return sorted(p.name for p in folder.rglob("*") if ".tmp-" in p.name or "trash-" in p.name)
+
+
+def test_a_cli_search_publishes_its_matrix_and_leaves_no_temporary_file(
+    cache_dir, db_path, monkeypatch, builds
+):
+    """The command closes the store only once the matrix it built is published: the next
+    search maps it (no rebuild), and no temporary matrix is left behind."""
+    import threading
+
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        _fill(store, 60)
+    closing = threading.Event()
+    close, sync = MemoryStore.close, vector_cache._MatrixWriter.sync
+
+    def close_then_say_so(self):
+        closing.set()  # the publisher syncs only once the command closes its store
+        close(self)
+
+    def sync_while_closing(self):
+        closing.wait(5)
+        sync(self)
+
+    monkeypatch.setattr(MemoryStore, "close", close_then_say_so)
+    monkeypatch.setattr(vector_cache._MatrixWriter, "sync", sync_while_closing)
+    _cli_search(db_path)
+    vector_cache.wait_for_writes()
+    assert _unpublished(cache_dir) == []
+    assert list(cache_dir.rglob("*.f32.npy"))
+    built = len(builds)
+    _cli_search(db_path)
+    assert len(builds) == built and _unpublished(cache_dir) == []
+
+
+_DIES_BEFORE_PUBLISHING = """
+import os, sys, threading
+from memtui.core import vector_cache
+from memtui.core.store import MemoryStore
+vector_cache.FILE_CACHE_MIN_VECTORS = 0
+vector_cache._MatrixWriter.sync = lambda self: threading.Event().wait()
+vector_cache.load(MemoryStore(sys.argv[1], read_only=True))
+os._exit(0)
+"""
+
+
+def _run(*args, env):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
+
+
+def test_a_cli_forget_erases_what_dead_processes_left_before_it_reports_verified(
+    cache_dir, db_path, tmp_path
+):
+    """A matrix a process built but died before publishing, and a cache file a process
+    moved to the trash but died before deleting, both hold the vector: the forget
+    erases them (and deletes its own trash) before the CLI says verified and exits."""
+    import shutil
+
+    from conftest import ROOT
+
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        _fill(store, 60)
+        victim = store.add_record(tier="working", record_type="note", content="zanzibar quokka")
+        payload = pack_vector(store.vector_of(victim))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), vector_cache.CACHE_DIR_ENV: str(cache_dir)}
+    died = _run("-c", _DIES_BEFORE_PUBLISHING, str(db_path), env=env)
+    assert died.returncode == 0, died.stderr
+    assert [n for n in _unpublished(cache_dir) if ".tmp-" in n], "the dead process left its file"
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        hybrid_search(store, "alpha")  # a published matrix, and one in a dead process's trash
+        vector_cache.wait_for_writes()
+        matrix = next(cache_dir.rglob("*.f32.npy"))
+        shutil.copy(matrix, matrix.with_name(f"trash-0123456789ab-{matrix.name}"))
+    assert len(files_holding(cache_dir, payload)) == 3  # the test must see the copies first
+    forget = _run(
+        "-m", "memtui", "forget", str(db_path), str(victim), "--reason", "r", "--yes", env=env
+    )
+    assert forget.returncode == 0, forget.stderr
+    assert "erasure verified" in forget.stdout
+    assert files_holding(cache_dir, payload) == []
+    assert _unpublished(cache_dir) == []  # erased, and the trash deleted before the exit
+    with MemoryStore(db_path, clock=fixed_clock) as store:
+        event = store.audit_events()[0]
+        assert event["details"]["erasure"]["vector_cache_erased"] is True
+
+
+def test_a_forget_while_the_matrix_is_being_built_erases_it_and_the_build_reads_again(
+    cache_dir, db_path, monkeypatch, builds, tmp_path
+):
+    """Rows already written to a matrix still being built cannot be found by id: the
+    forget erases the whole file, and the build, finding it gone, reads the vectors again."""
+    import threading
+
+    with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
+        _fill(store, 50)
+        victim = store.add_record(tier="working", record_type="note", content="zanzibar quokka")
+        payload = pack_vector(store.vector_of(victim))
+        write = vector_cache._MatrixWriter.write
+        done = []
+
+        kept = tmp_path / "kept-link.npy"  # the file's blocks, after the forget unlinks it
+
+        def write_then_forget(self, block):
+            write(self, block)
+            if not done:
+                self.handle.flush()
+                os.link(self.tmp, kept)
+                forget = threading.Thread(
+                    target=lambda: done.append(store.forget(victim, reason="mid-build"))
+                )
+                forget.start()
+                forget.join(10)
+
+        monkeypatch.setattr(vector_cache._MatrixWriter, "write", write_then_forget)
+        loaded = vector_cache.load(store)
+        assert done == [True]
+        assert payload not in kept.read_bytes()  # erased, not only unlinked
+        assert victim not in loaded.live_ids().tolist()
+        vector_cache.wait_for_writes()
+        assert files_holding(cache_dir, payload) == []
+        assert _unpublished(cache_dir) == []

@@ -17,6 +17,7 @@ import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from memtui.core.store import (
     GENESIS_HASH,
     SCHEMA_VERSION,
     SQLITE_MAGIC,
+    MemoryStore,
     _row_to_record,
     _uri_path,
     audit_hash,
@@ -392,6 +394,7 @@ def _run_checks(
             )
 
     checker.guarded("fts5", fts5)
+    checker.guarded("schema-objects", lambda: _check_schema_objects(query, checker))
     checker.guarded("vectors", lambda: _check_vectors(query, checker, state.get("records")))
     checker.guarded("rows", lambda: _check_rows(conn, checker))
     checker.guarded("audit-triggers", lambda: _check_audit_triggers(query, checker))
@@ -403,6 +406,44 @@ def _run_checks(
             free_pages.append(count)
 
     checker.guarded("free-pages", free)
+
+
+@cache
+def _memtui_schema() -> dict[tuple[str, str], str]:
+    """Every schema object memtui creates, by (type, name): its SQL, spaces normalized."""
+    with MemoryStore() as fresh:
+        rows = fresh.query("SELECT type, name, sql FROM sqlite_master")
+    return {(str(r[0]), str(r[1])): _normalized_sql(r[2]) for r in rows}
+
+
+def _normalized_sql(sql: object) -> str:
+    return " ".join(str(sql or "").split())
+
+
+def _check_schema_objects(query: Callable[..., list[Any]], checker: _Checker) -> None:
+    """Every trigger, table, view or index memtui did not create is a problem, named.
+
+    A trigger or view of another's (or one of memtui's rewritten) runs code on
+    memtui's data: a trigger can copy a record's text on delete, where a forget
+    would not look. SQLite's own objects (``sqlite_*``) are not counted.
+    """
+    known = _memtui_schema()
+    found = False
+    for kind, name, table, sql in query("SELECT type, name, tbl_name, sql FROM sqlite_master"):
+        kind, name, table = str(kind), str(name), str(table)
+        if name.startswith("sqlite_"):
+            continue
+        shown = f"{kind} '{name}'" + (f" on '{table}'" if kind in ("trigger", "index") else "")
+        if (kind, name) not in known:
+            found = True
+            checker.problem("schema-objects", f"{shown}: memtui did not create it")
+        elif kind in ("trigger", "view") and _normalized_sql(sql) != known[(kind, name)]:
+            found = True
+            checker.problem(
+                "schema-objects", f"{shown}: not the one memtui creates (its SQL was changed)"
+            )
+    if not found:
+        checker.passed("schema-objects")
 
 
 def _check_vectors(query: Callable[..., list[Any]], checker: _Checker, records: object) -> None:

@@ -53,6 +53,9 @@ GENESIS_HASH = "0" * 64
 CHECKPOINT_RETRIES = 10
 _PROBE_EACH_MAX = 2000  # forgets of more records verify the index word by word
 _PURGE_CACHE_KIB = -65536  # page cache while 'optimize' rewrites the index (64 MiB)
+_BYTE_SCAN_BUDGET = 4 << 30  # bytes a forget's byte check reads in all (the file once a probe)
+_PROBE_CHARS = 64  # a forgotten record's text is looked for by its first characters
+_PROBE_MIN_BYTES = 8  # shorter texts are not looked for (they match unrelated bytes)
 CHECKPOINT_RETRY_DELAY = 0.05
 
 Clock = Callable[[], datetime]
@@ -75,7 +78,9 @@ class ScopeForgetResult(int):
     - ``problem``: why erasure is not verified (None when it is);
     - ``incomplete_event_id``: the ``erasure-incomplete`` audit event written
       when the WAL could not be truncated (None otherwise);
-    - ``checks``: the erasure checks recorded in the audit event.
+    - ``checks``: the erasure checks recorded in the audit event, and
+      ``bytes_gone`` when the file was read for the forgotten text after the
+      checkpoint (a failure there writes the ``erasure-incomplete`` event).
     """
 
     verified: bool
@@ -230,6 +235,10 @@ _VECTOR_TRIGGER_NAMES = ("vectors_generation_ai", "vectors_generation_ad", "vect
 _RECORD_COLUMNS = (
     "id, tier, record_type, content, profile_hash, engagement, run_id, tool_name, "
     "url_pattern, metadata, created_at, expires_at, refuted, signature"
+)
+
+_AUDIT_TEXT_COLUMNS = (
+    "at, operator, action, record_ids, tier, record_type, signature, reason, details"
 )
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -632,6 +641,10 @@ class MemoryStore:
         return builtin
 
     def close(self) -> None:
+        """Close the file, once a vector cache built from it is published (or deleted)."""
+        from memtui.core import vector_cache
+
+        vector_cache.wait_for_writes()
         with self._lock:
             self._conn.close()
         with self._side_lock:
@@ -1971,7 +1984,7 @@ class MemoryStore:
                     details={"count": 1, "erasure": checks},
                 )
             self._carry_vector_cache(erasure)
-        finish = self._finish_erasure(event_id, [record.id], checks, operator)
+        finish = self._finish_erasure(event_id, [record.content], checks, operator, [record.id])
         self._empty_vector_trash()
         return finish.verified
 
@@ -2045,7 +2058,7 @@ class MemoryStore:
                     },
                 )
             self._carry_vector_cache(erasure)
-        finish = self._finish_erasure(event_id, ids, checks, operator)
+        finish = self._finish_erasure(event_id, [row[3] for row in rows], checks, operator, ids)
         self._empty_vector_trash()
         return ScopeForgetResult(
             len(ids),
@@ -2185,17 +2198,30 @@ class MemoryStore:
         return True
 
     def _finish_erasure(
-        self, event_id: int, ids: Sequence[int], checks: dict[str, bool], operator: str | None
+        self,
+        event_id: int,
+        contents: Sequence[str],
+        checks: dict[str, bool],
+        operator: str | None,
+        ids: Sequence[int],
     ) -> _Finish:
-        """Truncate the WAL so no old page image survives; audit a failure to do so."""
+        """Truncate the WAL so no old page image survives, then look for the forgotten
+        text in the whole file; audit a failure of either (``erasure-incomplete``)."""
         purged, detail = self._checkpoint()
+        failed_check = "wal_truncated"
+        if purged:
+            gone, problem = self._forgotten_text_gone(contents)
+            if gone is not None:
+                checks["bytes_gone"] = gone
+            if problem is not None:
+                purged, detail, failed_check = False, problem, "bytes_gone"
         if not purged:
             with self._write():
                 incomplete = self._append_audit(
                     action="erasure-incomplete",
                     record_ids=ids,
                     operator=operator,
-                    details={"forget_event": event_id, "problem": detail},
+                    details={"forget_event": event_id, "problem": detail, "check": failed_check},
                 )
             # The action's own event is what callers name; the follow-up points to it.
             self.last_event_id = event_id
@@ -2204,6 +2230,55 @@ class MemoryStore:
             failed = ", ".join(sorted(name for name, held in checks.items() if not held))
             return _Finish(False, f"erasure checks failed: {failed}")
         return _Finish(True)
+
+    def _forgotten_text_gone(self, contents: Sequence[str]) -> tuple[bool | None, str | None]:
+        """Whether the forgotten records' text is gone from the file and its WAL, and if
+        not, why in words (never the text).
+
+        Read after the checkpoint, byte by byte, every table and free page alike:
+        a copy made by something memtui did not write (a trigger of its own, say)
+        shows here. Text that memtui's own data still holds (another live record,
+        an audit event, the schema) is not a copy. The file is read once for each
+        record looked for, as many as ``_BYTE_SCAN_BUDGET`` allows (at least
+        one), spread over the forgotten ones. ``(None, None)`` when nothing was
+        looked for (an in-memory store, texts too short to look for).
+        """
+        if self.path is None:
+            return None, None
+        probes = [p for p in dict.fromkeys(_byte_probe(text) for text in contents) if p]
+        if not probes:
+            return None, None
+        parts = [p for p in (self.path, Path(f"{self.path}-wal")) if p.exists()]
+        size = max(1, sum(p.stat().st_size for p in parts))
+        count = max(1, min(len(probes), _BYTE_SCAN_BUDGET // size))
+        step = len(probes) / count
+        chosen = [probes[int(i * step)] for i in range(count)]
+        found = _files_holding(parts, chosen)
+        if found is None:
+            return False, "the database file could not be read to look for the forgotten text"
+        with self._lock:
+            if any(not self._text_kept(chosen[i]) for i in found):
+                return False, (
+                    "a forgotten record's text is still in the database file, outside its "
+                    "records and audit reasons: something memtui did not create copied it "
+                    "(memtui check names it)"
+                )
+        return True, None
+
+    def _text_kept(self, probe: bytes) -> bool:
+        """Whether memtui's own data still holds ``probe``: a live record (any field), an
+        audit event (a reason, a record type...) or the schema."""
+        holders = (
+            ("records", _RECORD_COLUMNS),
+            ("audit_events", _AUDIT_TEXT_COLUMNS),
+            ("sqlite_master", "sql"),
+        )
+        sql = " UNION ALL ".join(
+            f"SELECT 1 FROM {table} WHERE "
+            + " OR ".join(f"instr({column.strip()}, ?1) > 0" for column in columns.split(","))
+            for table, columns in holders
+        )
+        return bool(self._conn.execute(f"{sql} LIMIT 1", (probe.decode("utf-8"),)).fetchone())
 
     def _checkpoint(self) -> tuple[bool, str | None]:
         if self.path is None:
@@ -2501,6 +2576,49 @@ def _probe_words(content: str) -> list[str]:
 
 def _quoted(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
+
+
+def _byte_probe(content: str) -> bytes | None:
+    """The bytes a forget looks for in the file: the text's first characters (None: too short)."""
+    probe = content[:_PROBE_CHARS].encode("utf-8")
+    return probe if len(probe) >= _PROBE_MIN_BYTES else None
+
+
+# Run in a child process: closing a descriptor of the database file in this
+# process would drop the POSIX locks of every SQLite connection it holds on it.
+_FIND_BYTES = """
+import mmap, sys
+probes = [bytes.fromhex(h) for h in sys.stdin.read().split()]
+found = set()
+for name in sys.argv[1:]:
+    try:
+        handle = open(name, "rb")
+    except FileNotFoundError:
+        continue
+    with handle:
+        if handle.seek(0, 2):
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                found.update(i for i, p in enumerate(probes) if data.find(p) >= 0)
+print(" ".join(map(str, sorted(found))))
+"""
+
+
+def _files_holding(paths: Sequence[Path], probes: Sequence[bytes]) -> list[int] | None:
+    """The indexes of ``probes`` found in any of the files at ``paths``; None if unreadable."""
+    import subprocess
+    import sys
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", _FIND_BYTES, *map(str, paths)],
+            input=" ".join(p.hex() for p in probes),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return [int(i) for i in done.stdout.split()]
 
 
 def _index_probe(content: str) -> str | None:

@@ -10,7 +10,9 @@ built once and kept:
   ``~/.cache/memtui``), so that the next process maps it in instead of
   decoding again. The rows are decoded straight into a temporary file, which
   is mapped at once (page cache is cheaper than fresh memory for a million
-  rows); a background thread syncs it and publishes it under its name.
+  rows); a background thread syncs it and publishes it under its name (the
+  store's close, and the process's exit, wait for it: no temporary matrix is
+  left behind).
 
 A cached matrix is current only for the identity it was built at: the
 database's ``database_id``, its ``vectors_generation`` (bumped by a trigger on
@@ -237,9 +239,11 @@ def erase(store: MemoryStore, forgotten: Any, before: tuple[Any, ...] | None) ->
     The sidecar is taken down and the in-memory copy marked current for no
     identity, so that until ``carry_over`` nothing trusts the copies: if the
     transaction rolls back they are rebuilt, never used without the rows.
-    ``erased`` (for the audit) says whether every forgotten row of every
-    cache file, and of the copy this process maps, now reads as zeros (None:
-    the database had no cache file).
+    Files whose rows cannot be told apart are erased whole (``_leftovers``):
+    a matrix not yet published (being built, or left by a process that died
+    before publishing it) and the trash. ``erased`` (for the audit) says
+    whether every forgotten row of every cache file, and of the copy this
+    process maps, now reads as zeros (None: the database had no cache file).
     """
     import numpy as np
 
@@ -251,6 +255,8 @@ def erase(store: MemoryStore, forgotten: Any, before: tuple[Any, ...] | None) ->
         if side is not None:
             _take_down_sidecar(store)
         failed = _zero_rows(files, targets) if len(targets) else []
+        leftovers = _leftovers(store)
+        failed += [p for p in leftovers if not _shred(p)]
         held = _MEMORY.pop(store, None)
         kept = None
         held_erased = True
@@ -260,7 +266,7 @@ def erase(store: MemoryStore, forgotten: Any, before: tuple[Any, ...] | None) ->
             held_erased = _erase_held(held, targets)
             if held_erased and current:
                 kept = held
-        erased = None if not files else not failed and held_erased
+        erased = None if not files and not leftovers else not failed and held_erased
     return Erasure(targets, before, after, kept, side, erased)
 
 
@@ -381,6 +387,55 @@ def _take_down_sidecar(store: MemoryStore) -> None:
             pass
 
 
+def _leftovers(store: MemoryStore) -> list[Path]:
+    """This database's cache files whose rows a forget cannot find, so erases whole.
+
+    A temporary matrix that this process is not publishing (one being built
+    here or in another process, whose rows are not all written yet, or one a
+    process left when it died before publishing it: its ids were never
+    written) and the trash (files moved out of the cache, waiting to be
+    deleted). Every such matrix was read before the forget committed: its
+    identity is no longer current, so it would never be published anyway.
+    """
+    stem = cache_stem(store)
+    folder = cache_dir()
+    if stem is None or not folder.is_dir():
+        return []
+    found = []
+    for path in folder.iterdir():
+        name = path.name
+        if name.startswith(_TRASH):
+            name = name[len(_TRASH) :].partition("-")[2]
+        elif ".tmp-" not in name or path in _PENDING:
+            continue
+        if name.startswith(stem):
+            found.append(path)
+    return sorted(found)
+
+
+def _shred(path: Path) -> bool:
+    """Overwrite the whole file with zeros, sync it, and delete it; True when done.
+
+    A builder or publisher of this file (in this process or another) finds
+    it gone and publishes nothing.
+    """
+    zeros = bytes(1 << 20)
+    try:
+        with path.open("r+b") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(0)
+            for start in range(0, size, len(zeros)):
+                handle.write(zeros[: min(len(zeros), size - start)])
+            handle.flush()
+            os.fsync(handle.fileno())
+        path.unlink()
+    except FileNotFoundError:
+        return True  # deleted meanwhile (by its own process)
+    except OSError:
+        return False
+    return True
+
+
 def _write_sidecar(folder: Path, stem: str, sidecar: dict[str, Any]) -> Path:
     side = folder / f"{stem}.json"
     tmp_side = folder / f"{stem}.json.tmp-{secrets.token_hex(4)}"
@@ -471,7 +526,8 @@ def _delete_later(paths: list[Path]) -> None:
                 pass
 
     if paths:
-        threading.Thread(target=delete, name="memtui-cache-trash", daemon=True).start()
+        # Not a daemon: the process exits only once its trash is deleted.
+        threading.Thread(target=delete, name="memtui-cache-trash").start()
 
 
 # ---------------------------------------------------------------- build
@@ -512,6 +568,8 @@ def _build(
                 if writer is None:
                     return VectorMatrix(ids, rows, norms, dim, name, current, "memory", bad)
                 mapped = writer.finish(ids)
+                if mapped is None:  # a forget erased it: read again
+                    continue
                 built = VectorMatrix(ids, mapped, norms, dim, name, current, "file", bad)
                 built.path = writer.tmp
                 _publish_later(store, built, writer)
@@ -619,20 +677,23 @@ def _publish_later(store: MemoryStore, built: VectorMatrix, writer: _MatrixWrite
     def publish() -> None:
         try:
             owner = target()
-            if owner is not None:
+            if owner is None:
+                writer.abandon()
+            else:
                 _publish(owner, built, writer)
         except Exception:  # noqa: BLE001 - a cache is optional; the mapped copy still works
-            pass
+            writer.abandon()  # never left behind unpublished (a closed store, a full disk)
         finally:
             _PENDING.pop(writer.tmp, None)
 
-    thread = threading.Thread(target=publish, name="memtui-vector-cache", daemon=True)
+    # Not a daemon: the process exits only once the file is published or deleted.
+    thread = threading.Thread(target=publish, name="memtui-vector-cache")
     _WRITERS[:] = [t for t in _WRITERS if t.is_alive()] + [thread]
     thread.start()
 
 
 def wait_for_writes(timeout: float | None = None) -> None:
-    """Wait until cache files being published in the background are (tests, benchmarks)."""
+    """Wait until cache files being published in the background are (a store's close)."""
     for thread in list(_WRITERS):
         thread.join(timeout)
 
@@ -682,13 +743,17 @@ class _MatrixWriter:
         self.rows += len(block)
 
     def finish(self, ids: Any) -> Any:
-        """Complete the file (header, flushed) and map it, read-only."""
+        """Complete the file (header, flushed) and map it, read-only; None when a
+        forget erased it meanwhile."""
         import numpy as np
 
         self.handle.seek(0)
         self.handle.write(_npy_header((self.rows, self.dim)))
         self.handle.close()
-        return np.load(self.tmp, mmap_mode="r")
+        try:
+            return np.load(self.tmp, mmap_mode="r")
+        except FileNotFoundError:
+            return None
 
     def sync(self) -> None:
         fd = os.open(self.tmp, os.O_RDONLY)

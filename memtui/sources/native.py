@@ -365,7 +365,10 @@ class NativeSource(MemorySource):
                 if e["action"] == "erasure-incomplete" and e["id"] > event_id
             ]
         checks = dict(event["details"].get("erasure", {}))
-        checks["wal_truncated"] = not incomplete
+        failed = {e["details"].get("check", "wal_truncated") for e in incomplete}
+        checks["wal_truncated"] = "wal_truncated" not in failed
+        if "bytes_gone" in failed:
+            checks["bytes_gone"] = False
         return ForgetOutcome(
             record_id=str(key),
             event_id=event_id,
