@@ -393,3 +393,106 @@ async def test_counts_have_thousands_separators(store: MemoryStore):
             ScopeNode("tier", "working", "working", 47_226, 1_234)
         )
         assert label.plain.endswith("working 47,226 +1,234 hidden")
+
+
+FLASK_PROFILE = "python:postgresql:waf_present:generic_waf:rest:flask"
+STARTING_FOCUS = {
+    "records table": (),
+    "records table paged down": ("pagedown",),
+    "tree": ("shift+tab",),
+    "detail": ("tab",),
+    "detail paged down": ("tab", "pagedown"),
+    "detail at its end": ("tab", "end"),
+    "detail back at its top": ("tab", "end", "home"),
+    "lanes profile select": ("3",),
+    "lanes select open": ("3", "enter"),
+    "audit table at its end": ("4", "end"),
+    "after a dialog closes": ("f", "escape"),
+    "after help closes over a scrolled detail": ("tab", "end", "question_mark", "escape"),
+}
+"""Keys that leave focus somewhere, from the app's first screen (focus in the records)."""
+
+
+@pytest.fixture(scope="module")
+def built_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_sample_db(tmp_path_factory.mktemp("focus") / "sample.db")
+
+
+@pytest.fixture
+def sample_copy(built_sample: Path, tmp_path: Path):
+    """The sample database, built once for the module, copied for each test."""
+    import shutil
+
+    path = tmp_path / "sample.db"
+    shutil.copy(built_sample, path)
+    with MemoryStore(path, clock=fixed_clock, operator="tester") as opened:
+        yield opened
+
+
+async def press_each(pilot, keys: tuple[str, ...]) -> None:
+    """Press the keys one by one, each handled (with the work it starts) before the next."""
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)
+
+
+async def type_quote_into_the_query_box(app: MemtuiApp, pilot, came_from: str) -> None:
+    """The query box has focus and takes every letter of "quote" (q does not quit)."""
+    from memtui.tui.search_view import QueryInput
+
+    box = app.query_one(QueryInput)
+    assert app.active_tab == "search", came_from
+    assert app.focused is box, came_from
+    for letter in "quote":
+        await pilot.press(letter)
+    await settle(pilot)
+    assert app.return_code is None, came_from  # still running
+    assert box.value == "quote", came_from
+    box.value = ""
+
+
+@pytest.mark.parametrize("before", list(STARTING_FOCUS.values()), ids=list(STARTING_FOCUS))
+async def test_2_and_slash_put_focus_in_the_query_box_from_every_focus(
+    sample_copy: MemoryStore, before: tuple[str, ...]
+):
+    """Before any search, 2 and / reach the query box wherever focus was (a scrolled
+    detail pane, a Lanes select, a closed dialog): typing a query never quits the app."""
+    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key in ("2", "slash"):
+            await press_each(pilot, (*before, key))
+            await type_quote_into_the_query_box(app, pilot, f"{key} after {before}")
+            await press_each(pilot, ("escape", "1"))  # back to Browse's first focus
+
+
+async def test_with_results_2_focuses_them_and_slash_the_query_box(sample_copy: MemoryStore):
+    """Once a search has results, they are Search's main widget: 2 focuses them and /
+    the query box, from a scrolled detail pane as from anywhere."""
+    from memtui.tui.search_view import ResultList
+
+    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press_each(pilot, ("2", *"tactic", "enter"))
+        for before in ((), ("tab", "pagedown"), ("4",)):
+            await press_each(pilot, ("1", *before, "2"))
+            assert app.focused is app.query_one(ResultList), before
+            await press_each(pilot, ("1", *before, "slash"))
+            await type_quote_into_the_query_box(app, pilot, f"/ after {before}")
+            await press_each(pilot, ("escape",))
+
+
+async def test_after_a_scrolled_detail_each_tab_key_focuses_the_tabs_main_widget(
+    sample_copy: MemoryStore,
+):
+    """Lanes (its profile select, with the profiles read), Audit (its table) and Browse
+    (its records) take focus from a scrolled detail pane."""
+    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key, main in (("3", "lanes-profile"), ("4", "audit-table"), ("1", "records")):
+            await press_each(pilot, ("1", "tab", "pagedown", key))
+            assert app.focused is not None and app.focused.id == main, key
+            if key == "3":
+                assert FLASK_PROFILE in screen_text(app)
