@@ -73,7 +73,7 @@ def test_run_app_opens_the_store_and_runs_the_app(sample_path: Path, monkeypatch
 
 async def test_help_lists_every_key(store: MemoryStore):
     app = make_app(store)
-    async with app.run_test(size=(120, 100)) as pilot:
+    async with app.run_test(size=(120, 130)) as pilot:  # the whole help on screen
         await settle(pilot)
         await pilot.press("question_mark")
         await settle(pilot)
@@ -393,3 +393,243 @@ async def test_counts_have_thousands_separators(store: MemoryStore):
             ScopeNode("tier", "working", "working", 47_226, 1_234)
         )
         assert label.plain.endswith("working 47,226 +1,234 hidden")
+
+
+FLASK_PROFILE = "python:postgresql:waf_present:generic_waf:rest:flask"
+STARTING_FOCUS = {
+    "records table": (),
+    "records table paged down": ("pagedown",),
+    "tree": ("shift+tab",),
+    "detail": ("tab",),
+    "detail paged down": ("tab", "pagedown"),
+    "detail at its end": ("tab", "end"),
+    "detail back at its top": ("tab", "end", "home"),
+    "lanes profile select": ("3",),
+    "lanes select open": ("3", "enter"),
+    "audit table at its end": ("4", "end"),
+    "after a dialog closes": ("f", "escape"),
+    "after help closes over a scrolled detail": ("tab", "end", "question_mark", "escape"),
+}
+"""Keys that leave focus somewhere, from the app's first screen (focus in the records)."""
+
+
+@pytest.fixture(scope="module")
+def built_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_sample_db(tmp_path_factory.mktemp("focus") / "sample.db")
+
+
+@pytest.fixture
+def sample_copy(built_sample: Path, tmp_path: Path):
+    """The sample database, built once for the module, copied for each test."""
+    import shutil
+
+    path = tmp_path / "sample.db"
+    shutil.copy(built_sample, path)
+    with MemoryStore(path, clock=fixed_clock, operator="tester") as opened:
+        yield opened
+
+
+async def press_each(pilot, keys: tuple[str, ...]) -> None:
+    """Press the keys one by one, each handled (with the work it starts) before the next."""
+    for key in keys:
+        await pilot.press(key)
+        await settle(pilot)
+
+
+async def type_quote_into_the_query_box(app: MemtuiApp, pilot, came_from: str) -> None:
+    """The query box has focus and takes every letter of "quote" (q does not quit)."""
+    from memtui.tui.search_view import QueryInput
+
+    box = app.query_one(QueryInput)
+    assert app.active_tab == "search", came_from
+    assert app.focused is box, came_from
+    for letter in "quote":
+        await pilot.press(letter)
+    await settle(pilot)
+    assert app.return_code is None, came_from  # still running
+    assert box.value == "quote", came_from
+    box.value = ""
+
+
+@pytest.mark.parametrize("before", list(STARTING_FOCUS.values()), ids=list(STARTING_FOCUS))
+async def test_2_and_slash_put_focus_in_the_query_box_from_every_focus(
+    sample_copy: MemoryStore, before: tuple[str, ...]
+):
+    """Before any search, 2 and / reach the query box wherever focus was (a scrolled
+    detail pane, a Lanes select, a closed dialog): typing a query never quits the app."""
+    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key in ("2", "slash"):
+            await press_each(pilot, (*before, key))
+            await type_quote_into_the_query_box(app, pilot, f"{key} after {before}")
+            await press_each(pilot, ("escape", "1"))  # back to Browse's first focus
+
+
+async def test_with_results_2_focuses_them_and_slash_the_query_box(sample_copy: MemoryStore):
+    """Once a search has results, they are Search's main widget: 2 focuses them and /
+    the query box, from a scrolled detail pane as from anywhere."""
+    from memtui.tui.search_view import ResultList
+
+    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press_each(pilot, ("2", *"tactic", "enter"))
+        for before in ((), ("tab", "pagedown"), ("4",)):
+            await press_each(pilot, ("1", *before, "2"))
+            assert app.focused is app.query_one(ResultList), before
+            await press_each(pilot, ("1", *before, "slash"))
+            await type_quote_into_the_query_box(app, pilot, f"/ after {before}")
+            await press_each(pilot, ("escape",))
+
+
+async def test_after_a_scrolled_detail_each_tab_key_focuses_the_tabs_main_widget(
+    sample_copy: MemoryStore,
+):
+    """Lanes (its profile select, with the profiles read), Audit (its table) and Browse
+    (its records) take focus from a scrolled detail pane."""
+    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key, main in (("3", "lanes-profile"), ("4", "audit-table"), ("1", "records")):
+            await press_each(pilot, ("1", "tab", "pagedown", key))
+            assert app.focused is not None and app.focused.id == main, key
+            if key == "3":
+                assert FLASK_PROFILE in screen_text(app)
+
+
+def help_section_of(widget) -> str:
+    """The help section that describes the keys of a widget that can have focus."""
+    from textual.widgets._tabbed_content import ContentTabs
+
+    from memtui.tui.audit_view import AuditTable
+    from memtui.tui.browse import RecordDetail
+    from memtui.tui.search_view import QueryInput, ResultList
+
+    by_class = {
+        ScopeTree: "Browse: tree",
+        RecordTable: "Browse: records",
+        RecordDetail: "Browse: detail",
+        QueryInput: "Search: query box",
+        ResultList: "Search: results",
+        AuditTable: "Audit",
+        ContentTabs: "Moving around",
+    }
+    by_id = {"filter-": "Search: filters", "lanes-": "Lanes", "audit-": "Audit"}
+    for cls, section in by_class.items():
+        if isinstance(widget, cls):
+            return section
+    for prefix, section in by_id.items():
+        if (widget.id or "").startswith(prefix):
+            return section
+    raise AssertionError(f"no help section for {widget!r}")
+
+
+async def test_help_has_the_keys_of_every_widget_that_can_have_focus(
+    sample_copy: MemoryStore,
+):
+    """Each widget of each tab that can take focus (the Lanes selects and scroll, the
+    Search filter boxes, the tab bar) has its keys in a help section."""
+    from textual.widgets._tabbed_content import ContentTabs
+
+    sections = dict(key_sections())
+    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for key, tab in zip("1234", ("browse", "search", "lanes", "audit"), strict=True):
+            await press_each(pilot, (key,))
+            focusable = [w for w in app.pane(tab).query("*") if w.focusable and w.display]
+            assert len(focusable) >= 2, tab
+            for widget in [*focusable, app.query_one(ContentTabs)]:
+                name = help_section_of(widget)
+                found = [rows for section, rows in sections.items() if section.startswith(name)]
+                assert found and found[0], (widget, name)
+    filters = next(rows for section, rows in sections.items() if section.startswith("Search: f"))
+    for rows in (filters, sections["Lanes"]):
+        keys = " ".join(key for key, _ in rows)
+        assert "tab" in keys and "enter" in keys and "esc" in keys
+    lanes = " ".join(what for _, what in sections["Lanes"])
+    assert "profile" in lanes and "engagement" in lanes and "scroll" in lanes
+    assert any("←" in key and "tab" in what for key, what in sections["Moving around"])
+
+
+def palette_keys(app: MemtuiApp) -> set[str]:
+    """The keys the palette's commands name: the last parenthesis of their help text
+    (``(asks for a reason; f)`` names f, ``(F5 or ctrl+r)`` both, ``(v on the Audit tab)`` v)."""
+    from memtui.tui.commands import MemtuiCommands
+
+    named: set[str] = set()
+    for _, _, help_text in MemtuiCommands(app.screen).commands():
+        if not help_text.endswith(")"):
+            continue
+        last = help_text.rsplit("(", 1)[1].rstrip(")").split("; ")[-1]
+        named.update(part.split(" on ")[0] for part in last.split(" or "))
+    return named
+
+
+async def test_the_palette_names_every_key_the_footer_shows_where_focus_is(
+    sample_copy: MemoryStore,
+):
+    """Browse, the query box, a filter box, the results (with the what-if weights [ ] =),
+    Lanes and Audit: each key the footer offers there is a palette command too."""
+    from memtui.tui.help import key_label
+
+    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        places = {
+            "records": (),
+            "tree": ("shift+tab",),
+            "query box": ("2",),
+            "results": (*"tactic", "enter"),
+            "filter": ("slash", "tab"),
+            "lanes": ("3",),
+            "audit": ("4",),
+        }
+        shown = set()
+        for place, keys in places.items():
+            await press_each(pilot, keys)
+            footer = {
+                key_label(active.binding)
+                for active in app.screen.active_bindings.values()
+                if active.enabled and active.binding.show and active.binding.description
+            }
+            assert footer - palette_keys(app) == set(), place
+            shown |= footer
+        assert {"[", "]", "=", "f", "t", "v", "/", "q"} <= shown
+
+
+async def run_palette_command(app: MemtuiApp, pilot, words: str) -> None:
+    """Open the palette, type ``words`` and run the best hit once it names them."""
+    from textual.command import CommandList
+
+    await press_each(pilot, ("ctrl+p",))
+    assert isinstance(app.screen, CommandPalette)
+    for char in words:
+        await pilot.press("space" if char == " " else char)
+    hits = app.screen.query_one(CommandList)
+    for _ in range(200):  # the palette gathers its hits in a task of its own
+        if hits.option_count and words in str(hits.get_option_at_index(0).prompt).lower():
+            break
+        await pilot.pause(0.02)
+    else:
+        raise AssertionError(f"the palette has no command named {words!r}")
+    await press_each(pilot, ("enter",))
+
+
+async def test_the_weight_commands_of_the_palette_rerank(sample_copy: MemoryStore):
+    from memtui.tui.search_view import DEFAULT_KEYWORD_TENTHS
+
+    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await press_each(pilot, ("2", *"tactic", "enter"))
+        search = app.search
+        for command, tenths in (
+            ("from the vector lane to the keyword", DEFAULT_KEYWORD_TENTHS + 1),
+            ("restore the default weights", DEFAULT_KEYWORD_TENTHS),
+            ("from the keyword lane to the vector", DEFAULT_KEYWORD_TENTHS - 1),
+        ):
+            await run_palette_command(app, pilot, command)
+            assert search.keyword_tenths == tenths, command
+            assert search.response is not None and search.response.results

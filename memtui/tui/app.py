@@ -25,6 +25,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.events import Resize
+from textual.widget import Widget
 from textual.widgets import Input, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
@@ -272,6 +273,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
                 return
             await pane.mount(self._pane(tab))
         self._panes_state = "mounted"
+        if self.active_tab != "browse":  # switched to with the mouse while it mounted
+            self.call_after_refresh(self.pane(self.active_tab).tab_shown)
         if self.check_on_start and self.native and self.source.path.is_file():
             self._run_check()
 
@@ -653,29 +656,37 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             return self.moved is not None  # offered only when the file was replaced
         return True
 
-    def _show_tab(self, tab: str, focus: Callable[[], None]) -> None:
-        tabs = self.query_one(TabbedContent)
-        if tabs.active == tab:
-            focus()
-            return
-        # Focus leaves the old tab first, so hiding it cannot move focus elsewhere; the
-        # new tab takes focus when it is shown.
+    def _show_tab(self, tab: str, widget: Widget | None) -> None:
+        """Show a tab with focus on ``widget`` in it, from wherever focus was.
+
+        Focus leaves first (a widget that cannot take focus now leaves none behind in
+        the hidden tab); the tab is shown at once, so ``widget`` can take it.
+        """
         self.screen.set_focus(None)
-        self.pane(tab).focus_when_shown(focus)
-        tabs.active = tab
+        self.query_one(TabbedContent).active = tab
+        if widget is not None:
+            widget.focus()
 
     def action_switch_tab(self, tab: str) -> None:
         pane = self.mounted_pane(tab)
-        if pane is None:  # a key pressed before the lazy tab mounted: once it has
+        if pane is None or self._panes_state == "mounting":  # a key pressed early: once built
             self._when_tabs_mounted(self.action_switch_tab, tab)
             return
-        self._show_tab(tab, pane.focus_main)
+        self._show_tab(tab, pane.main_widget())
 
     def action_search(self) -> None:
-        if self.mounted_pane("search") is None:
+        if self.mounted_pane("search") is None or self._panes_state == "mounting":
             self._when_tabs_mounted(self.action_search)
             return
-        self._show_tab("search", self.search.focus_query)
+        self._show_tab("search", self.search.query_box)
+
+    @on(TabbedContent.TabActivated, "#tabs")
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """Whichever way a tab was switched to (key, palette, mouse), it reads what it
+        waits for once on screen (a tab switched to while the tabs mount: once built)."""
+        tab = event.pane.id or ""
+        if tab == "browse" or self._panes_state == "mounted":
+            self.call_after_refresh(self.pane(tab).tab_shown)
 
     async def action_quit(self) -> None:
         if self._panes_state == "mounting":  # quit once the tabs are built, not half way

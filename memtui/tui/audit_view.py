@@ -17,6 +17,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.widget import Widget
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
@@ -216,9 +217,8 @@ class AuditPane(Pane):
         if self.verified:
             self._fill_table()
 
-    def focus_main(self) -> None:
-        if self.available:
-            self.query_one(AuditTable).focus()
+    def main_widget(self) -> Widget | None:
+        return self.query_one(AuditTable) if self.available else None
 
     def action_verify(self) -> None:
         if not self.available:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
@@ -88,21 +87,17 @@ class Pane(ReportsWorkerErrors, Container):
         self._notice = (message, now + timeout)
         self.notify(message, timeout=timeout, **kwargs)
 
-    _focus_on_show: Callable[[], None] | None = None
-
-    def focus_main(self) -> None:
-        """Move focus to the tab's main widget."""
-
-    def focus_when_shown(self, focus: Callable[[], None]) -> None:
-        self._focus_on_show = focus
+    def main_widget(self) -> Widget | None:
+        """The widget that takes focus when the tab is switched to (None: nothing can)."""
+        return None
 
     stale = False
     """Another process changed the database while this tab was hidden: reload on show."""
 
-    def on_show(self) -> None:
-        if self._focus_on_show is not None:
-            focus, self._focus_on_show = self._focus_on_show, None
-            focus()
+    def tab_shown(self) -> None:
+        """The tab was switched to (the app calls this; Textual's Show event is not sent
+        every time: not after a scroll in the tab being left). Reload if stale; a pane
+        that reads its data when first shown extends this."""
         if self.stale:
             self.stale = False
             self.reload()

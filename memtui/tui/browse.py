@@ -900,8 +900,8 @@ class BrowsePane(Pane):
         self.tree.set_class(self.tree.show_keys, "-keys")
         self.reload()
 
-    def focus_main(self) -> None:
-        self.table.focus()
+    def main_widget(self) -> RecordTable:
+        return self.table
 
     @property
     def hidden_label(self) -> str:

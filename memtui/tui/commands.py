@@ -6,17 +6,24 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
+from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from memtui.core.secrets import secret_paths
 from memtui.tui.format import record_label, refutable, scope_label
+from memtui.tui.help import key_label
 
 if TYPE_CHECKING:
     from memtui.tui.app import MemtuiApp
 
 
+NAMED_ABOVE = {"refute", "forget", "reveal", "forget_scope", "show_hidden", "hide_hidden"}
+"""Actions of keys that ``MemtuiCommands.commands`` names itself (with the record or scope)."""
+
+
 class MemtuiCommands(Provider):
-    """Switch tabs, search, refute, forget, toggle hidden records, verify the audit, quit."""
+    """Switch tabs, search, refute, forget, toggle hidden records, verify the audit, quit,
+    and every other key the footer shows where focus is (the what-if weights on Search)."""
 
     @property
     def memtui(self) -> MemtuiApp:
@@ -25,11 +32,15 @@ class MemtuiCommands(Provider):
     def commands(self) -> list[tuple[str, Callable[[], object], str]]:
         app = self.memtui
         items: list[tuple[str, Callable[[], object], str]] = [
-            ("Browse tab", partial(app.action_switch_tab, "browse"), "Tiers, scopes and records"),
-            ("Search tab", partial(app.action_switch_tab, "search"), "Results and breakdowns"),
-            ("Lanes tab", partial(app.action_switch_tab, "lanes"), "Priors, tactics, history"),
-            ("Audit tab", partial(app.action_switch_tab, "audit"), "The audit log"),
-            ("Search", app.action_search, "Focus the query box"),
+            (
+                "Browse tab",
+                partial(app.action_switch_tab, "browse"),
+                "Tiers, scopes and records (1)",
+            ),
+            ("Search tab", partial(app.action_switch_tab, "search"), "Results and breakdowns (2)"),
+            ("Lanes tab", partial(app.action_switch_tab, "lanes"), "Priors, tactics, history (3)"),
+            ("Audit tab", partial(app.action_switch_tab, "audit"), "The audit log (4)"),
+            ("Search", app.action_search, "Focus the query box (/)"),
         ]
         record_id = app.current_record_id()
         if record_id is not None and app.offers("refute") and refutable(app.current_record()):
@@ -37,7 +48,7 @@ class MemtuiCommands(Provider):
                 (
                     f"Refute tactic {record_label(record_id)}",
                     partial(app.request_refute, record_id),
-                    "Mark the highlighted tactic refuted (asks for a reason)",
+                    "Mark the highlighted tactic refuted (asks for a reason; r)",
                 )
             )
         if record_id is not None and app.offers("forget"):
@@ -45,7 +56,7 @@ class MemtuiCommands(Provider):
                 (
                     f"Forget record {record_label(record_id)}",
                     partial(app.request_forget, record_id),
-                    "Erase the highlighted record for good (asks for a reason)",
+                    "Erase the highlighted record for good (asks for a reason; f)",
                 )
             )
         current = app.browse.table.current if app.active_tab == "browse" else None
@@ -54,7 +65,7 @@ class MemtuiCommands(Provider):
                 (
                     f"Reveal a masked field of record #{current.id}",
                     partial(app.request_reveal, current.id),
-                    "Show one secret-named metadata value (asks for a reason; audited)",
+                    "Show one secret-named metadata value (asks for a reason; audited; v)",
                 )
             )
         tree = app.browse.tree
@@ -64,7 +75,7 @@ class MemtuiCommands(Provider):
                 (
                     f"Forget the highlighted {scope_label(node.data.kind)}",
                     partial(app.request_forget_scope, node.data.kind, str(node.data.value)),
-                    "Erase every record of it (shows the blast radius first)",
+                    "Erase every record of it (shows the blast radius first; F)",
                 )
             )
         if app.moved is not None:
@@ -84,7 +95,11 @@ class MemtuiCommands(Provider):
                 app.action_toggle_hidden,
                 "Toggle hidden records in Browse (t)",
             ),
-            ("Verify the audit chain", app.action_verify_audit, "Re-check every audit hash"),
+            (
+                "Verify the audit chain",
+                app.action_verify_audit,
+                "Re-check every audit hash (v on the Audit tab)",
+            ),
             (
                 "Refresh",
                 app.action_refresh,
@@ -94,6 +109,27 @@ class MemtuiCommands(Provider):
             ("Help: keys", app.action_help, "Every key memtui answers to (?)"),
             ("Quit", app.exit, "Leave memtui (q)"),
         ]
+        return [*items, *self.key_commands()]
+
+    def key_commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        """The keys the footer shows where focus is that the commands above do not name
+        (Search's weights, more results and stop; Run search; Breakdown; the full text),
+        each run as if pressed, named by what it does and its key."""
+        items: list[tuple[str, Callable[[], object], str]] = []
+        for active in self.screen.active_bindings.values():
+            binding = active.binding
+            action = binding.action.split("(", 1)[0]
+            if isinstance(active.node, App) or not (active.enabled and binding.show):
+                continue
+            if action in NAMED_ABOVE or not binding.description:
+                continue
+            items.append(
+                (
+                    binding.tooltip or binding.description,
+                    partial(self.app.run_action, binding.action, active.node),
+                    f"{binding.description} ({key_label(binding)})",
+                )
+            )
         return items
 
     async def discover(self) -> Hits:

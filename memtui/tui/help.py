@@ -100,10 +100,40 @@ def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tu
             [],
         ),
         ("Search: query box", [], [QueryInput], []),
-        ("Search: results", [], [ResultList, SearchPane], []),
+        (
+            "Search: filters",
+            [
+                ("tab / shift+tab", "Query box → tier, engagement, profile… filters → results"),
+                ("enter / space / ↑ ↓", "Open the filter's values"),
+                (
+                    "↑ ↓ then enter",
+                    'Pick one (the first, "any …", clears it); a search shown runs again',
+                ),
+                ("esc", "Close the values, the filter unchanged"),
+                ("[ ] = +", "As on the results (below): weights, defaults, more results"),
+            ],
+            [],
+            [],
+        ),
+        ("Search: results", [("↑ ↓ pgup pgdn home end", "Move")], [ResultList, SearchPane], []),
+        (
+            "Lanes",
+            [
+                ("tab / shift+tab", "Profile → engagement → the lanes"),
+                ("enter / space / ↑ ↓", "On a select: open its values"),
+                ("↑ ↓ then enter", "Pick a profile or an engagement; the lanes follow"),
+                ("esc", "Close the values, the choice unchanged"),
+                ("↑ ↓ pgup pgdn home end", "In the lanes: scroll"),
+            ],
+            [],
+            [],
+        ),
         (
             "Audit",
-            [("↑ ↓ pgup pgdn", "Move; the event's detail follows")],
+            [
+                ("↑ ↓ pgup pgdn", "Move; the event's detail follows"),
+                ("tab / shift+tab", "Table ↔ the event's detail (↑ ↓ pgup pgdn scroll it)"),
+            ],
             [AuditTable, AuditPane],
             [],
         ),
@@ -121,7 +151,8 @@ def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tu
             "Moving around",
             [
                 ("tab / shift+tab", "Next / previous widget"),
-                ("digits, / and q", "Type into a text box while it has focus"),
+                ("← →", "On the tab bar (shift+tab from the first widget): previous / next tab"),
+                ("digits, / q [ ] = +", "Type into a text box while it has focus"),
             ],
             [],
             [],

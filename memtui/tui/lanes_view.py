@@ -13,6 +13,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
+from textual.widget import Widget
 from textual.widgets import Label, Select, Static
 from textual.worker import get_current_worker
 
@@ -241,15 +242,15 @@ class LanesPane(Pane):
                 static.border_title = title
                 yield static
 
-    def on_show(self) -> None:
+    def tab_shown(self) -> None:
+        super().tab_shown()
         # Read the profiles when the tab is first shown, not at start: at a
         # million records that work would hold up Browse's first screen.
         if not self.choices_requested:
             self.reload()
 
-    def focus_main(self) -> None:
-        if self.available:
-            self.query_one("#lanes-profile", Select).focus()
+    def main_widget(self) -> Widget | None:
+        return self.query_one("#lanes-profile", Select) if self.available else None
 
     def reload(self) -> None:
         self.choices_requested = True

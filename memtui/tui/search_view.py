@@ -22,6 +22,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
 from textual.widgets import Input, OptionList, Select, Static
 from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
@@ -343,21 +344,24 @@ class SearchPane(Pane):
             Option(Text("Type a query above and press enter.", style="dim"), disabled=True)
         )
 
-    def on_show(self) -> None:
+    def tab_shown(self) -> None:
+        super().tab_shown()
         # The filter choices are read when the tab is first shown, not at start:
         # at a million records, filling them would hold up Browse's first screen.
         if not self.choices_requested:
             self.choices_requested = True
             self._load_filters()
 
-    def focus_main(self) -> None:
-        if self.response is not None and self.response.results:
-            self.results.focus()
-        else:
-            self.focus_query()
+    def main_widget(self) -> Widget:
+        """The results when there are some to move through (and no search is running:
+        the list cannot take focus while it loads), else the query box."""
+        if self.response is not None and self.response.results and not self.searching:
+            return self.results
+        return self.query_box
 
-    def focus_query(self) -> None:
-        self.query_one("#query", Input).focus()
+    @property
+    def query_box(self) -> QueryInput:
+        return self.query_one("#query", QueryInput)
 
     def reload(self) -> None:
         self._load_filters()
