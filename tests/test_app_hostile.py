@@ -15,7 +15,6 @@ as visible text).
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -124,10 +123,8 @@ async def test_a_megabyte_record_is_capped_in_the_detail_and_stays_responsive(
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        start = time.monotonic()
         await pilot.press("down")  # the 1 MB record
         await settle(pilot)
-        assert time.monotonic() - start < 5
         record = app.query_one(RecordTable).current
         assert record is not None and len(record.content) > 1_000_000
         detail = detail_text(app)
@@ -139,14 +136,12 @@ async def test_a_megabyte_record_is_capped_in_the_detail_and_stays_responsive(
         assert "more characters not shown" in detail.split("blob", 1)[1]
         inert(app, "browse, 1 MB record")
         # The pane answers at once after rendering it: scroll it, move on.
-        start = time.monotonic()
         app.query_one(RecordDetail).focus()
         await pilot.press("end")
         await settle(pilot)
         assert "more characters not shown" in screen_text(app)
         await pilot.press("shift+tab", "down")  # back to the table, next record
         await settle(pilot)
-        assert time.monotonic() - start < 5
         assert app.query_one(RecordTable).current.content.endswith("LINEEND")
         # The 50,000-character line is under the cap: whole in the detail, cut in the row.
         assert "LINEEND" in detail_text(app)
@@ -168,10 +163,8 @@ async def test_m_shows_all_of_a_megabyte_record_and_its_end(store: MemoryStore):
         await settle(pilot)
         assert "TAILMARK" not in screen_text(app) and "TAILMARK" not in detail_text(app)
         assert "m Full text" in screen_text(app).splitlines()[-1]
-        start = time.monotonic()
         await pilot.press("m")
         await settle(pilot)
-        assert time.monotonic() - start < 5
         screen = app.screen
         assert isinstance(screen, FullTextScreen)
         view = screen.query_one(FullText)
@@ -180,10 +173,8 @@ async def test_m_shows_all_of_a_megabyte_record_and_its_end(store: MemoryStore):
         content = table.current.content
         assert "megabyte hostile 0123456789" in text and f"{len(content):,} characters" in text
         assert "TAILMARK" not in text
-        start = time.monotonic()
         await pilot.press("end")
         await settle(pilot)
-        assert time.monotonic() - start < 5
         text = inert(app, "full text, end")
         assert "0123456789 TAILMARK" in text
         assert "TAILMARK" in view.visible_text()

@@ -593,7 +593,6 @@ def test_the_cache_is_rebuilt_when_the_store_changes_and_can_be_cleared(plain, t
 
 def test_browsing_is_not_blocked_while_the_index_builds(plain):
     import threading
-    import time
 
     with open_source(plain, now=NOW) as source:
         reached = threading.Event()
@@ -607,9 +606,10 @@ def test_browsing_is_not_blocked_while_the_index_builds(plain):
         worker.start()
         try:
             assert reached.wait(10)
-            started = time.monotonic()
             page = source.page(limit=3)  # from another thread, mid-build
-            assert time.monotonic() - started < 5  # a blocked page would wait the whole 10 s
+            # A page that waited for the build's lock would return only once the build had
+            # given up waiting and finished; this one came while the build is still held.
+            assert worker.is_alive() and not release.is_set()
             assert len(page.records) == 3
         finally:
             release.set()
