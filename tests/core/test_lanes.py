@@ -25,7 +25,7 @@ from memtui.core.lanes import (
 )
 from memtui.core.store import MemoryStore
 
-CORPUS = Path(__file__).resolve().parent.parent / "sample_corpus" / "memory-corpus.json"
+CORPUS = Path(__file__).resolve().parents[2] / "sample_corpus" / "memory-corpus.json"
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 
 FLASK = "python:postgresql:waf_present:generic_waf:rest:flask"

@@ -5,7 +5,7 @@ sets the environment, ``$ memtui ...`` runs the command (in a scratch folder
 where ``sample_corpus/`` is the repository's), and the lines up to the next
 ``$`` are its expected output, compared line by line (trailing spaces aside) at
 ``README_COLUMNS`` columns. When output changes on purpose, regenerate the
-examples: ``python tests/test_readme_examples.py --write`` runs every block again
+examples: ``python tests/project/test_readme_examples.py --write`` runs every block again
 and writes what the commands print now into README.md.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 README_COLUMNS = "100"
 BLOCK = re.compile(r"^```text\n(.*?)^```", re.S | re.M)
@@ -89,7 +89,7 @@ def test_readme_examples_print_what_the_readme_shows(scratch):
                 shown.pop()
             assert shown == now, (
                 f"README output of `$ {command}` is out of date; "
-                "regenerate it with `python tests/test_readme_examples.py --write`"
+                "regenerate it with `python tests/project/test_readme_examples.py --write`"
             )
 
 
@@ -122,7 +122,7 @@ def regenerate(text: str) -> str:
 
 
 if __name__ == "__main__":
-    # python tests/test_readme_examples.py [--write]: print (or write) the README with its
+    # python tests/project/test_readme_examples.py [--write]: print (or write) the README with its
     # examples regenerated.
     updated = regenerate(README.read_text())
     if "--write" in sys.argv[1:]:

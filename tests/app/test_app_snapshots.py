@@ -1,7 +1,7 @@
 """A few snapshots: each tab and an expanded breakdown, at 120x40 with a fixed clock.
 
 Behaviour is covered by the Pilot tests; these catch layout regressions. Regenerate with
-``pytest tests/test_app_snapshots.py --snapshot-update`` and look at the report.
+``pytest tests/app/test_app_snapshots.py --snapshot-update`` and look at the report.
 """
 
 from __future__ import annotations
