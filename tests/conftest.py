@@ -26,6 +26,21 @@ def fixed_clock() -> datetime:
     return NOW
 
 
+@pytest.fixture(autouse=True)
+def private_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test gets its own cache, data and config folders, never the operator's.
+
+    ``MEMTUI_CACHE_DIR`` is unset, so memtui's caches (vector matrices, foreign stores'
+    keyword indexes) go to ``tmp_path / "cache" / "memtui"``; ``memtui demo`` and the
+    Qdrant shadow folders to ``tmp_path / "data"``. A test may still point one of them
+    elsewhere with ``monkeypatch``.
+    """
+    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
 @pytest.fixture
 def clock():
     return fixed_clock

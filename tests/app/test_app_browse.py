@@ -480,12 +480,6 @@ async def test_actions_show_only_where_the_source_offers_them(store: MemoryStore
 # ---------------------------------------------------------------- foreign sources
 
 
-@pytest.fixture
-def private_cache(tmp_path: Path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 def open_fixture(name: str, folder: Path, now=None):
     from conftest import fixed_clock as clock
     from fixtures.sources_support import LANGGRAPH, LETTA, copy_fixture
@@ -496,7 +490,7 @@ def open_fixture(name: str, folder: Path, now=None):
     return open_source(copy_fixture(fixture, folder), now=now, clock=clock)
 
 
-async def test_a_langgraph_store_browses_by_namespace(tmp_path: Path, private_cache):
+async def test_a_langgraph_store_browses_by_namespace(tmp_path: Path):
     source = open_fixture("langgraph", tmp_path / "store", now="2026-11-30T12:00:30Z")
     try:
         app = make_app(source)
@@ -547,7 +541,7 @@ async def test_a_langgraph_store_browses_by_namespace(tmp_path: Path, private_ca
         source.close()
 
 
-async def test_a_letta_store_names_its_keys_and_dims_deleted_records(tmp_path: Path, private_cache):
+async def test_a_letta_store_names_its_keys_and_dims_deleted_records(tmp_path: Path):
     source = open_fixture("letta", tmp_path / "store")
     try:
         app = make_app(source)

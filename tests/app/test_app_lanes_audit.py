@@ -34,12 +34,6 @@ def sample_path(tmp_path: Path) -> Path:
     return build_sample_db(tmp_path / "sample.db")
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 @pytest.fixture
 def store(sample_path: Path):
     with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as opened:

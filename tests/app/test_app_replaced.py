@@ -29,12 +29,6 @@ SIZE = (120, 40)
 LG_NOW = "2026-11-30T12:00:30Z"
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 @pytest.fixture
 def sample_path(tmp_path: Path) -> Path:
     return build_sample_db(tmp_path / "sample.db")

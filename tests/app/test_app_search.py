@@ -53,13 +53,6 @@ def store(tmp_path: Path):
         yield opened
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    """A foreign store's keyword index goes to memtui's cache: a private one per test."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 @pytest.fixture
 def langgraph(tmp_path: Path):
     source = open_source(copy_fixture(LANGGRAPH, tmp_path / "lg"), now=LG_NOW)

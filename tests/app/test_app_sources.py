@@ -43,12 +43,6 @@ CASES: list[tuple[str, Any, Any, str, str]] = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 def make(kind: Any, folder: Path) -> Path:
     if kind == "cyber":
         return make_cyber_folder(folder / "qdrant")

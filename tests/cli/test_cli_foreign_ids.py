@@ -22,11 +22,9 @@ from memtui.sources.base import encode_id
 
 @pytest.fixture(autouse=True)
 def private_dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("MEMTUI_NOW", "2026-11-30T12:00:30Z")
     monkeypatch.delenv("MEM0_DIR", raising=False)
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
 
 
 def forget(store, record_id: str):

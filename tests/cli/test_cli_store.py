@@ -176,9 +176,9 @@ def test_demo_summary_builds_the_sample(runner, tmp_path):
 
 
 @pytest.fixture
-def demo_home(tmp_path, monkeypatch) -> Path:
-    """The user data folder of these tests: ``memtui demo`` keeps its database there."""
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+def demo_home(tmp_path) -> Path:
+    """Where ``memtui demo`` keeps its database: in the test's own ``XDG_DATA_HOME``
+    (``tests/conftest.py``)."""
     return tmp_path / "data" / "memtui" / "demo.db"
 
 
@@ -302,10 +302,9 @@ def test_forget_prompt_reads_as_one_sentence_per_stop(runner, cli_db):
     assert ".." not in result.output
 
 
-def test_records_refuses_a_tier_another_store_does_not_have(runner, tmp_path, monkeypatch):
+def test_records_refuses_a_tier_another_store_does_not_have(runner, tmp_path):
     from fixtures.sources_support import TENANT, copy_fixture
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     evidence = copy_fixture(TENANT, tmp_path / "store")
     listed = runner.invoke(main, ["records", str(evidence), "--tier", "runbook", "--json"])
     assert listed.exit_code == 0 and len(json.loads(listed.output)) == 2

@@ -47,9 +47,7 @@ print("done", flush=True)
 
 
 @pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
+def wide_output(monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")
 
 

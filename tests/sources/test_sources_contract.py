@@ -81,12 +81,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 def make_store(case: Case, folder: Path) -> Path:
     if case.name == "native":
         path = folder / "native.db"

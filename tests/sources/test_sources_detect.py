@@ -25,9 +25,7 @@ from memtui.sources.native import NativeSource
 
 
 @pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
+def fixed_now_and_width(monkeypatch):
     monkeypatch.setenv("MEMTUI_NOW", "2026-11-30T12:00:30Z")
     monkeypatch.setenv("COLUMNS", "250")
 

@@ -26,13 +26,10 @@ from memtui.sources import SourceError, open_source
 
 @pytest.fixture(autouse=True)
 def private_dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("MEMTUI_NOW", "2026-11-30T12:00:00Z")
     monkeypatch.setenv("MEMTUI_OPERATOR", "tester")
     monkeypatch.delenv("MEM0_DIR", raising=False)
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
     monkeypatch.setenv("COLUMNS", "250")
 
 

@@ -32,12 +32,6 @@ NOW = "2026-11-30T12:00:30Z"
 SECRET = "sk-test-SECRETVALUE123"
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 @pytest.fixture
 def plain(tmp_path):
     return copy_fixture(LANGGRAPH, tmp_path / "store")

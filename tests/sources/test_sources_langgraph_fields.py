@@ -29,12 +29,6 @@ TITLES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 @pytest.fixture
 def store(tmp_path):
     path = copy_fixture(LANGGRAPH_VECTORS, tmp_path)

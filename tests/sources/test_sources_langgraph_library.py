@@ -29,12 +29,6 @@ ODD_VALUE = {"text": "Café crème at the Louvre", "tags": ["travel", "europe"],
 CAN_LOAD_EXTENSIONS = hasattr(sqlite3.Connection, "enable_load_extension")
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 def connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
 

@@ -16,12 +16,6 @@ P = "archival:passage-00000000-0000-4000-8000-00000000000"
 HUMAN = "core:block-00000000-0000-4000-8000-000000000001"
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 @pytest.fixture
 def letta(tmp_path):
     return copy_fixture(LETTA, tmp_path / "store", "sqlite.db")

@@ -27,11 +27,8 @@ GAP_WORDS = (b"plumvexquor", b"glyptavonex")
 
 @pytest.fixture(autouse=True)
 def private_dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("MEM0_DIR", raising=False)
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
     monkeypatch.setenv("COLUMNS", "250")
 
 

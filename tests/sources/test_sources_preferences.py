@@ -15,12 +15,6 @@ from memtui.sources import SourceError, open_source
 from memtui.sources.preferences import PreferenceSource
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
-
-
 @pytest.fixture
 def prefs(tmp_path):
     return copy_fixture(PREFERENCES, tmp_path / "store")

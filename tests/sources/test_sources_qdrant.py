@@ -48,9 +48,6 @@ CYBER_TEXT_8 = "Temporary staging credential zqxjvortex seen in a JS bundle"
 
 @pytest.fixture(autouse=True)
 def private_dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
     monkeypatch.delenv("QDRANT_API_KEY", raising=False)
     monkeypatch.setenv("COLUMNS", "250")
 
@@ -129,7 +126,9 @@ def test_collection_choice_defaults_and_errors(tmp_path):
 
 def test_qdrant_options_on_another_store_are_refused(tmp_path, folder):
     with pytest.raises(SourceError, match="--memory-mode applies to Qdrant stores"):
-        open_source(Path(__file__).parent.parent / "fixtures" / "preferences.sqlite", memory_mode="shared")
+        open_source(
+            Path(__file__).parent.parent / "fixtures" / "preferences.sqlite", memory_mode="shared"
+        )
     with pytest.raises(SourceError, match="--mem0-history does not apply to Cyber-AutoAgent"):
         open_source(folder, mem0_history=tmp_path / "history.db")
     with pytest.raises(SourceError, match="--memory-mode does not apply to Cyber-AutoAgent web"):

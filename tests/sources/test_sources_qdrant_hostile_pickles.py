@@ -34,9 +34,6 @@ MODELS = b"qdrant_client.http.models.models"
 
 @pytest.fixture(autouse=True)
 def private_dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
     monkeypatch.setenv("COLUMNS", "250")
 
 

@@ -62,8 +62,7 @@ def build(path, n=N, dims=DIMS):
 
 
 @pytest.mark.soak
-def test_ten_thousand_points(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+def test_ten_thousand_points(tmp_path):
     folder = build(tmp_path / "qdrant")
     runner = CliRunner()
     started = time.perf_counter()
