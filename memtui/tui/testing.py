@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,6 +50,33 @@ async def settle(pilot: Pilot, rounds: int = 8) -> None:
                 return
 
 
+async def wait_for(
+    pilot: Pilot, condition: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02
+) -> None:
+    """Let the app run (timers, workers, messages) until ``condition`` holds.
+
+    Fails the test after ``timeout`` seconds: the condition is checked between short
+    pauses, never assumed after a fixed number of them.
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting for the app"
+        await pilot.pause(interval)
+
+
+def _full_screen_update(app: App):
+    """The current screen composed as one full repaint: the segments a terminal gets.
+
+    Textual has no public call for this: ``App.export_screenshot`` (public) makes
+    exactly this call but returns SVG only, and the headless test driver writes
+    nothing. It reads the screen's private compositor and background-screen stack,
+    which is why ``textual`` is pinned to one version in pyproject.toml; a test
+    (tests/app/test_app_shell.py) checks it against ``export_screenshot``, so a
+    Textual that changes it fails there first.
+    """
+    return app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+
+
 def screen_text(app: App, width: int | None = None) -> str:
     """The current screen as plain text (what a terminal would show, without colour)."""
     size = app.size
@@ -60,8 +88,7 @@ def screen_text(app: App, width: int | None = None) -> str:
         color_system=None,
         legacy_windows=False,
     )
-    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
-    console.print(update)
+    console.print(_full_screen_update(app))
     return console.export_text()
 
 
@@ -180,8 +207,7 @@ def terminal_output(app: App) -> str:
         color_system="truecolor",
         legacy_windows=False,
     )
-    update = app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
-    return update.render_segments(console)
+    return _full_screen_update(app).render_segments(console)
 
 
 def stray_controls(output: str, height: int) -> list[str]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,7 @@ from memtui.tui.app import make_app
 from memtui.tui.browse import RecordTable, ScopeTree
 from memtui.tui.dialogs import ConfirmRecordAction
 from memtui.tui.search_view import SearchPane
-from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
+from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle, wait_for
 
 SIZE = (120, 40)
 ENGAGEMENT = "live-agent"
@@ -51,6 +51,14 @@ print(written, flush=True)
 @pytest.fixture
 def sample_path(tmp_path: Path) -> Path:
     return build_sample_db(tmp_path / "sample.db")
+
+
+@pytest.fixture
+def short_sample_path():
+    """The sample database at a short path: the check banner names the file's whole path
+    at 120 columns only if it is short (pytest's folders are longer in a parallel run)."""
+    with tempfile.TemporaryDirectory(prefix="memtui-") as folder:
+        yield build_sample_db(Path(folder) / "sample.db")
 
 
 def start_writer(path: Path, seconds: float, pause: float = 0.01) -> subprocess.Popen:
@@ -82,14 +90,6 @@ def stop_writer(path: Path, proc: subprocess.Popen) -> int:
     written = int(proc.stdout.readline())
     assert proc.wait(timeout=30) == 0
     return written
-
-
-async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app run (timers, workers) until ``condition`` holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting for the app"
-        await pilot.pause(0.05)
 
 
 def working_live(app) -> int:
@@ -329,7 +329,8 @@ async def test_a_healthy_database_shows_no_check_banner(sample_path: Path):
             assert "memtui check" not in screen_text(app)
 
 
-async def test_an_edited_audit_row_raises_the_check_banner(sample_path: Path):
+async def test_an_edited_audit_row_raises_the_check_banner(short_sample_path: Path):
+    sample_path = short_sample_path
     conn = sqlite3.connect(sample_path, isolation_level=None)
     conn.execute("DROP TRIGGER audit_events_no_update")
     conn.execute("UPDATE audit_events SET reason = 'nothing to see [b]\x1b[2J' WHERE id = 1")
@@ -352,9 +353,12 @@ async def test_an_edited_audit_row_raises_the_check_banner(sample_path: Path):
 
 
 @pytest.mark.parametrize("how", ["raises", "child-fails"])
-async def test_a_check_that_cannot_complete_leaves_a_banner(sample_path: Path, monkeypatch, how):
+async def test_a_check_that_cannot_complete_leaves_a_banner(
+    short_sample_path: Path, monkeypatch, how
+):
     """Not a passing toast: a banner that stays, with the reason in one line and the
     command that shows more."""
+    sample_path = short_sample_path
     if how == "raises":
 
         def broken(path, started=None):

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ from memtui.tui.app import make_app
 from memtui.tui.browse import RecordTable
 from memtui.tui.dialogs import ConfirmRecordAction
 from memtui.tui.launch import open_app_source
-from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
+from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle, wait_for
 
 SIZE = (120, 40)
 LG_NOW = "2026-11-30T12:00:30Z"
@@ -54,14 +52,6 @@ def audit_actions_on_disk(path: Path) -> list[str]:
 
 def messages(app) -> list[str]:
     return [n.message for n in app._notifications]
-
-
-async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app run (timers, workers) until ``condition`` holds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting for the app"
-        await pilot.pause(0.05)
 
 
 async def type_text(pilot, text: str) -> None:

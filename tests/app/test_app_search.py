@@ -38,7 +38,14 @@ from memtui.tui.app import make_app
 from memtui.tui.breakdown import arithmetic, render_breakdown, score_text
 from memtui.tui.format import fit, plural
 from memtui.tui.search_view import RESULT_LIMIT, ResultList, SearchPane
-from memtui.tui.testing import SAMPLE_CORPUS, build_sample_db, fixed_clock, screen_text, settle
+from memtui.tui.testing import (
+    SAMPLE_CORPUS,
+    build_sample_db,
+    fixed_clock,
+    screen_text,
+    settle,
+    wait_for,
+)
 
 SIZE = (120, 40)
 QUERY = "sql injection"
@@ -77,13 +84,6 @@ async def run_query(pilot, text: str) -> None:
         await pilot.press(char if char != " " else "space")
     await pilot.press("enter")
     await settle(pilot)
-
-
-async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out waiting for the app"
-        await pilot.pause(0.02)
 
 
 class HeldProgress:
@@ -549,6 +549,9 @@ async def test_a_new_scope_shows_up_in_the_filters_and_marks_results_stale(store
 
 
 async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatch):
+    # The indicator's delay, long enough that a busy machine (the suite runs one worker
+    # per core) reads the screen before it is due.
+    monkeypatch.setattr(search_view, "LOADING_AFTER_SECONDS", 1.0)
     release = threading.Event()
     app = make_app(store)
     real = app.source.search

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -273,6 +275,27 @@ async def test_wide_terminal_shows_every_column(store: MemoryStore):
         header = screen_text(app)
         for column in ("id", "type", "tool", "grade", "s/a", "created", "expires", "content"):
             assert column in header and column in table_columns(app)
+
+
+def svg_text(svg: str) -> str:
+    """The characters an SVG screenshot shows, without any whitespace."""
+    texts = re.findall(r"<text[^>]*>(.*?)</text>", svg, re.S)
+    return re.sub(r"\s", "", html.unescape("".join(texts)))
+
+
+async def test_screen_text_reads_what_the_public_screenshot_shows(store: MemoryStore):
+    """``screen_text`` reads Textual's private compositor (no public call returns the
+    screen as text); the public ``export_screenshot`` draws the same characters, so a
+    Textual that changes the private call fails here, by name."""
+    app = make_app(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        for keys in ((), ("2",), ("question_mark",)):
+            await pilot.press(*keys)
+            await settle(pilot)
+            shown = re.sub(r"\s", "", screen_text(app))
+            assert len(shown) > 500, keys
+            assert shown in svg_text(app.export_screenshot()), keys
 
 
 async def test_at_120_columns_a_scope_without_tactics_shows_its_dates(store: MemoryStore):

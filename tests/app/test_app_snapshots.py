@@ -84,3 +84,20 @@ def test_audit_tab(snap_compare, store: MemoryStore):
     assert snap_compare(
         make_app(store, db_label="sample.db"), terminal_size=SIZE, run_before=run_before
     )
+
+
+def test_every_saved_snapshot_belongs_to_a_test():
+    """Run in parallel (pytest-xdist), syrupy no longer fails on a snapshot no test uses;
+    this does: each saved screenshot is the one of a snapshot test of this module."""
+    import ast
+
+    folder = Path(__file__).parent / "__snapshots__" / Path(__file__).stem
+    tree = ast.parse(Path(__file__).read_text())
+    tests = {
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and "snap_compare" in [a.arg for a in node.args.args]
+    }
+    saved = {path.stem for path in folder.iterdir()}
+    assert len(tests) >= 5
+    assert saved == tests
