@@ -78,11 +78,10 @@ async def start_query(pilot, text: str) -> None:
 
 
 async def run_query(pilot, text: str) -> None:
-    await pilot.press("slash")
-    await settle(pilot)
-    for char in text:
-        await pilot.press(char if char != " " else "space")
-    await pilot.press("enter")
+    """``text`` as the query (what typing it after "/" leaves in the box: the box selects
+    its text as it takes focus), enter, and the search done. Typing itself: the query box
+    tests below."""
+    await start_query(pilot, text)
     await settle(pilot)
 
 
@@ -744,16 +743,23 @@ async def test_refute_and_forget_on_a_result_ask_the_app_with_its_string_id(
         assert asked == [("refute", target), ("forget", target)]
 
 
+SCREEN_QUERIES = ("sql injection", "time-based blind sql", "idor")
+"""Queries whose breakdowns the Pilot test below also walked through every weight."""
+
+
 def test_every_breakdown_redoes_from_its_printed_digits(store: MemoryStore):
     """Every sample-corpus query, every what-if weight, every result: each printed line's
-    arithmetic redone from the printed digits (``redo_breakdown``)."""
+    arithmetic redone from the printed digits (``redo_breakdown``); the queries the Pilot
+    test below walked through the keys also with the app's raw-score places."""
     source = NativeSource(store)
     queries = corpus_queries()
     assert len(queries) > 100
+    assert set(SCREEN_QUERIES) <= set(queries)
     lines = breakdowns = 0
     for query in queries:
         base = source.search(query, limit=RESULT_LIMIT)
         explanations = {r.id: source.explain(query, r.id) for r in base.candidates}
+        places = lane_places(base.candidates, base.trace["pools"])
         for tenths in range(11):
             response = source.rerank(base, {"keyword": tenths / 10, "vector": 1 - tenths / 10})
             for result in response.results:
@@ -762,19 +768,27 @@ def test_every_breakdown_redoes_from_its_printed_digits(store: MemoryStore):
                 text = render_breakdown(result, response.trace, explanations[result.id]).plain
                 lines += redo_breakdown(text, score_text(result.score))
                 breakdowns += 1
+                if query in SCREEN_QUERIES:
+                    shown = render_breakdown(
+                        result, response.trace, explanations[result.id], places
+                    ).plain
+                    assert redo_breakdown(shown, score_text(result.score)) >= 4, shown
     assert breakdowns > 10_000 and lines > 5 * breakdowns
 
 
 async def test_breakdowns_on_screen_redo_at_every_weight(store: MemoryStore):
     """Through the keys: every result expanded, ``]`` to the vector end then ``[`` to the
-    keyword end, each breakdown as the list renders it redone from its digits."""
+    keyword end, each breakdown as the list renders it redone from its digits. (The
+    arithmetic at every weight is the renderer's, tested on its own above: this proves
+    the keys reach it.)"""
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         pane = app.query_one(SearchPane)
-        for query in ("sql injection", "time-based blind sql", "idor"):
+        for query in SCREEN_QUERIES[:1]:
             app.query_one("#query", Input).value = ""
             await run_query(pilot, query)
+            base = pane.response
             for index in range(app.query_one(ResultList).option_count):
                 app.query_one(ResultList).highlighted = index
                 await pilot.press("enter")
@@ -785,6 +799,12 @@ async def test_breakdowns_on_screen_redo_at_every_weight(store: MemoryStore):
                 await pilot.press(key)
                 await settle(pilot)
                 seen.add(pane.keyword_tenths)
+                weights = {"keyword": pane.keyword_tenths / 10}
+                weights["vector"] = 1 - weights["keyword"]
+                assert pane.response.trace["weights"] == pytest.approx(weights)
+                assert [r.id for r in pane.response.results] == [
+                    r.id for r in app.source.rerank(base, weights).results
+                ]
                 expanded = [r for r in pane.response.results if r.id in pane.expanded]
                 assert expanded
                 for result in expanded:
