@@ -319,6 +319,6 @@ def wrap_results(
         return adjust(result, out) if adjust else out
 
     by_key = {id(r): convert(r) for r in response.candidates}
-    results = [by_key.get(id(r)) or convert(r) for r in response.results]
-    candidates = [by_key[id(r)] for r in response.candidates]
+    results: list[SearchResult] = [by_key.get(id(r)) or convert(r) for r in response.results]
+    candidates: list[SearchResult] = [by_key[id(r)] for r in response.candidates]
     return SearchResponse(results=results, trace=response.trace, candidates=candidates)

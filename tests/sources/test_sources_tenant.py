@@ -256,3 +256,64 @@ def test_a_cache_built_with_the_older_time_mapping_is_rebuilt(evidence):
         assert source.index_status()["ready"] is False
         assert [r.id for r in source.search("queue").results] == ["ev:acme/r-1"]
         assert source.index_status()["ready"] is True
+
+
+def _older_format_cache(source, content: str) -> None:
+    """Put at the source's cache path the index an older memtui built there: a memtui
+    database (the source's tier kept in ``engagement``) marked current for the store."""
+    from pathlib import Path
+
+    from memtui.core.store import MemoryStore
+
+    path = source.index.path
+    source.index.discard()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with MemoryStore(path) as old:
+        old.ingest(
+            [
+                {
+                    "tier": "knowledge",
+                    "record_type": "incident",
+                    "content": content,
+                    "engagement": "incident",
+                    "metadata": {"scope": {"tenant": "acme", "revision": "1"}},
+                }
+            ]
+        )
+        old.connection.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [("cache_format", "1"), ("source_fingerprint", source.fingerprint())],
+        )
+        old.connection.execute("CREATE TABLE source_ids (cache_id INTEGER, source_id TEXT)")
+        old.connection.execute("INSERT INTO source_ids VALUES (1, 'ev:acme/r-1')")
+        old.checkpoint()
+
+
+def test_a_cache_file_of_the_older_format_is_rebuilt(evidence, tmp_path):
+    """An index file an older memtui built, current for the store by its fingerprint,
+    is not read: the next search builds the index again, in this memtui's format."""
+    from memtui.sources.cache import CACHE_FORMAT
+
+    with open_source(evidence, now=50) as source:
+        built = source.search("queue")
+        _older_format_cache(source, "queue copy kept by an older memtui")
+        assert source.index.path.exists()
+        assert source.index_status()["ready"] is False
+        response = source.search("queue")
+        assert [r.id for r in response.results] == ["ev:acme/r-1"]
+        assert response.trace["matched"] == built.trace["matched"]
+        assert source.index_status()["ready"] is True
+        assert source.index.current().meta()["cache_format"] == CACHE_FORMAT
+    assert b"kept by an older memtui" not in _cache_bytes(tmp_path)
+
+
+def test_a_forget_removes_a_cache_file_of_the_older_format(evidence, tmp_path):
+    """memtui cannot purge a copy from an index of another format: a forget removes the
+    file (the next search builds it again) and says the cached copy is gone."""
+    with open_source(evidence, now=10, allow_writes=True) as source:
+        _older_format_cache(source, f"the older index still holds {CANARY}")
+        outcome = source.forget("ev:globex/r-1", reason="tenant offboarded")
+        assert outcome.verified and outcome.checks["cache_gone"] is True
+        assert not source.index.path.exists()
+        assert _cache_bytes(tmp_path) == b""
+        assert source.search("disk").results[0].id == "ev:globex/r-2"
