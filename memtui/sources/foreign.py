@@ -30,10 +30,9 @@ from memtui.sources.foreign_erasure import (
     occurrences_in_columns,
     quote_identifier,
     radius_of,
-    uri_for,
 )
 from memtui.sources.foreign_forget import ForeignForgetting
-from memtui.sources.foreign_store import Clock, ForeignStore
+from memtui.sources.foreign_store import Clock, ForeignStore, uri_for
 
 __all__ = [
     "BYTE_CHECK_LIMIT",

@@ -12,9 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from memtui.core.store import ScopeForgetResult
 from memtui.sources.shapes import SourceError, SourceRecord
@@ -161,10 +159,6 @@ def forgotten_bytes_gone(
         for probe in probes
         if (found := data.count(probe))
     )
-
-
-def uri_for(path: Path, mode: str) -> str:
-    return f"file:{quote(str(path.resolve()), safe='/')}?mode={mode}"
 
 
 def forget_each(

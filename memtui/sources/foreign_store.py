@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from memtui.sources.audit import ForeignAudit, default_audit_path
 from memtui.sources.base import (
@@ -38,9 +39,13 @@ from memtui.sources.cache import (
     file_fingerprint,
     fingerprint_text,
 )
-from memtui.sources.foreign_erasure import uri_for
 
 Clock = Callable[[], datetime]
+
+
+def uri_for(path: Path, mode: str) -> str:
+    """A ``file:`` URI opening the store at ``path`` in ``mode`` (``ro``, ``rw``)."""
+    return f"file:{quote(str(path.resolve()), safe='/')}?mode={mode}"
 
 
 def _system_clock() -> datetime:
