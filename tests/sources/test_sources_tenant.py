@@ -317,3 +317,40 @@ def test_a_forget_removes_a_cache_file_of_the_older_format(evidence, tmp_path):
         assert not source.index.path.exists()
         assert _cache_bytes(tmp_path) == b""
         assert source.search("disk").results[0].id == "ev:globex/r-2"
+
+
+def test_the_index_has_its_own_schema_with_the_store_tiers_and_scope_keys(evidence):
+    """memtui's index of a foreign store is no memtui database: the store's tiers and
+    scope keys are columns of its own, and it has no table the search engine does not
+    read but its ids (no audit log, no tactic columns)."""
+    from memtui.core.index import SearchIndex
+    from memtui.core.store import MemoryStore
+
+    with open_source(evidence, now=50) as source:
+        source.build_index()
+        index = source.index.current()
+        assert isinstance(index, SearchIndex) and not isinstance(index, MemoryStore)
+        columns = [r[1] for r in index.query("PRAGMA table_info(records)")]
+        assert columns == [
+            "id",
+            "source_id",
+            "tier",
+            "record_type",
+            "content",
+            "refuted",
+            "created_at",
+            "expires_at",
+            "scope_revision",
+            "scope_tenant",
+        ]
+        tables = {r[0] for r in index.query("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"records", "vectors", "meta", "records_fts"} <= tables
+        assert "audit_events" not in tables
+        rows = index.query(
+            "SELECT source_id, tier, scope_tenant, scope_revision FROM records "
+            "WHERE source_id = 'ev:globex/r-2'"
+        )
+        assert [tuple(r) for r in rows] == [("ev:globex/r-2", "runbook", "globex", "2")]
+        assert [r.id for r in source.search("disk", filters={"tier": "runbook"}).results] == [
+            "ev:globex/r-2"
+        ]
