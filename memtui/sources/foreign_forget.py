@@ -318,7 +318,7 @@ class ForeignForgetting(ForeignStore):
 
         A kill after the store's change and before the outcome event leaves the
         record's text in the cached index, which only a search would rebuild; every
-        open (``records``, ``info``, the app) purges it, by the native erasure.
+        open (``records``, ``info``, the app) purges it (``ForeignIndex.purge``).
         """
         if not self.index.path.exists() or not self.audit.path.exists():
             return
