@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memtui.config import current
 from memtui.core.cancel import stop_if
 
 if TYPE_CHECKING:
@@ -106,11 +107,7 @@ def cache_dir() -> Path:
     That is $MEMTUI_CACHE_DIR, else $XDG_CACHE_HOME/memtui, else ~/.cache/memtui
     (foreign-store indexes sit beside it, in ``sources``).
     """
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return Path(explicit) / "vectors"
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "memtui" / "vectors"
+    return current().vectors_cache
 
 
 def cache_stem(store: MemoryStore) -> str | None:
