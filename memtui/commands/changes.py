@@ -28,13 +28,7 @@ from memtui.commands.common import (
 from memtui.core.secrets import secret_paths
 from memtui.render import escape_controls, plural
 from memtui.sources import SourceRecord
-from memtui.sources.capabilities import (
-    Forgettable,
-    GapClearable,
-    Refutable,
-    Revealable,
-    able,
-)
+from memtui.sources.capabilities import GapClearable, Refutable, able
 from memtui.sources.changes import Change, apply_change, scope_plan
 from memtui.sources.outcome import ForgetOutcome, erasure_status
 
@@ -74,7 +68,7 @@ def forget(
         record = source.get(record_id)
         if record is None:
             raise no_record(source, record_id)
-        preview = able(source, Forgettable).forget_preview(record_id)
+        preview = able(source, "forget").forget_preview(record_id)
         content = escape_controls(record.content[:60])
         others = [i for i in preview.get("records", []) if i != record.id]
         also = f" and {len(others)} more version(s)" if others else ""
@@ -119,7 +113,7 @@ def _store_and_id(args: tuple[str, ...], qdrant: dict[str, Any]) -> tuple[Path |
 def refute(db: Path, record_id: str, reason: str, operator: str | None) -> None:
     """Mark a tactic refuted: it stays on file but leaves reads and search."""
     with open_cli_source(db, operator=operator) as source:
-        able(source, Refutable)
+        able(source, "refute")
         saved = apply_change(source, Change("refute", record_id, reason, operator))
     click.echo(f"refuted tactic #{escape_controls(record_id)} (audit event #{saved.event_id})")
 
@@ -136,7 +130,7 @@ def reveal(
 ) -> None:
     """Show one masked metadata FIELD of a record (e.g. session_cookie); audited."""
     with open_cli_source(db, operator=operator) as source:
-        able(source, Revealable)
+        able(source, "reveal")
         record = source.get(record_id)
         if record is None:
             raise no_record(source, record_id)
@@ -281,7 +275,7 @@ def forget_gaps(
                 "behind; "
                 f"{source.kind_label} has no such gap for memtui to clear"
             )
-        clears = able(source, GapClearable)
+        clears = able(source, "forget-gaps")
         preview = clears.forget_gaps_preview()
         if not preview["records"]:
             click.echo(preview["nothing"])

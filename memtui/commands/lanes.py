@@ -15,7 +15,7 @@ from rich.text import Text
 from memtui.commands.common import console, db_argument, emit_json, json_option, open_cli_source
 from memtui.core.lanes import DEFAULT_MIN_DENOMINATOR, DEFAULT_MIN_SIMILARITY
 from memtui.render import one_line, safe_text
-from memtui.sources.capabilities import HasLanes, able
+from memtui.sources.capabilities import able
 
 NO_DATA = "no data"
 HYPOTHESIS_MARK = "HYPOTHESIS — re-verify"
@@ -272,7 +272,7 @@ def lanes(
     if current_run is not None and engagement is None:
         raise click.UsageError("--current-run needs --engagement (it filters the host history)")
     with open_cli_source(db, read_only=True) as source:
-        report = able(source, HasLanes).lane_report(
+        report = able(source, "lanes").lane_report(
             profile,
             engagement,
             current_run=current_run,

@@ -481,6 +481,11 @@ def info(
     if as_json:
         emit_json(data)
         return
+    _print_info(data)
+
+
+def _print_info(data: dict[str, Any]) -> None:
+    """``info`` for a person: what the store is and can do, its counts, tiers, collections."""
     out = console()
     out.print(safe_text(f"{data['label']}: {data['path']}", style="bold"))
     out.print(Text("can: " + ", ".join(data["capabilities"])))

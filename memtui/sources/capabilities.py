@@ -10,7 +10,7 @@ line saying why not.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
 from memtui.sources.base import SourceError
 from memtui.sources.outcome import ForgetOutcome
@@ -133,30 +133,43 @@ class _Capable(Protocol):
     def require(self, capability: str, action: str | None = None) -> None: ...
 
 
-P = TypeVar("P")
-
-CAPABILITY_OF: Mapping[type, tuple[str, str]] = {
-    Forgettable: ("forget", "forget"),
-    ScopeForgettable: ("forget_scope", "forget-scope"),
-    Refutable: ("refute", "refute"),
-    Revealable: ("reveal", "reveal"),
-    GapClearable: ("forget", "forget-gaps"),
-    HasLanes: ("lanes", "lanes"),
+ACTIONS: Mapping[str, tuple[type, str]] = {
+    "forget": (Forgettable, "forget"),
+    "forget-scope": (ScopeForgettable, "forget_scope"),
+    "refute": (Refutable, "refute"),
+    "reveal": (Revealable, "reveal"),
+    "forget-gaps": (GapClearable, "forget"),
+    "lanes": (HasLanes, "lanes"),
 }
-"""Each protocol's name in a source's ``capabilities``, and the action's name in a refusal."""
+"""Each action: the protocol that does it, and its name in a source's ``capabilities``."""
 
 
 def lanes_refusal(kind_label: str) -> str:
     return f"lanes (priors, tactics, host history) need a memtui database: this is a {kind_label}"
 
 
-def able(source: _Capable, protocol: type[P]) -> P:
-    """``source`` as a ``protocol`` when it can do that now; else the refusal, one line for
-    the operator (``SourceError``: open read-only, or not supported by this kind of store)."""
-    capability, action = CAPABILITY_OF[protocol]
-    if protocol is HasLanes and capability not in source.capabilities:
+@overload
+def able(source: _Capable, action: Literal["forget"]) -> Forgettable: ...
+@overload
+def able(source: _Capable, action: Literal["forget-scope"]) -> ScopeForgettable: ...
+@overload
+def able(source: _Capable, action: Literal["refute"]) -> Refutable: ...
+@overload
+def able(source: _Capable, action: Literal["reveal"]) -> Revealable: ...
+@overload
+def able(source: _Capable, action: Literal["forget-gaps"]) -> GapClearable: ...
+@overload
+def able(source: _Capable, action: Literal["lanes"]) -> HasLanes: ...
+
+
+def able(source: _Capable, action: str) -> Any:
+    """``source`` as the protocol of ``action`` when its ``capabilities`` say it can do that
+    now; else the refusal, one line for the operator (``SourceError``: open read-only, or
+    not supported by this kind of store)."""
+    protocol, capability = ACTIONS[action]
+    if action == "lanes" and capability not in source.capabilities:
         raise SourceError(lanes_refusal(source.kind_label))
     source.require(capability, action)
     if not isinstance(source, protocol):
         raise SourceError(f"{action} is not supported by {source.kind_label} sources")
-    return cast(P, source)
+    return source

@@ -17,13 +17,7 @@ from typing import Any
 
 from memtui.core.store import MemoryStoreError
 from memtui.sources.base import MemorySource, SourceRecord
-from memtui.sources.capabilities import (
-    Forgettable,
-    Refutable,
-    Revealable,
-    ScopeForgettable,
-    able,
-)
+from memtui.sources.capabilities import able
 from memtui.sources.outcome import ForgetOutcome
 
 KINDS = ("forget", "refute", "forget-scope", "reveal")
@@ -129,20 +123,20 @@ def save_change(
 def _apply(source: MemorySource, change: Change) -> Saved:
     reason, operator, target = change.reason, change.operator, change.target
     if change.kind == "refute":
-        event = able(source, Refutable).refute(str(target), reason=reason, operator=operator)
+        event = able(source, "refute").refute(str(target), reason=reason, operator=operator)
         return Saved(change, event)
     if change.kind == "forget":
-        forgets = able(source, Forgettable)
+        forgets = able(source, "forget")
         record = source.get(str(target))
         outcome = forgets.forget(str(target), reason=reason, operator=operator)
         return Saved(change, outcome.event_id, outcome=outcome, record=record)
     if change.kind == "forget-scope":
-        scoped = able(source, ScopeForgettable)
+        scoped = able(source, "forget-scope")
         outcome = scoped.forget_scope(scope=target, reason=reason, operator=operator)
         return Saved(change, outcome.event_id, outcome=outcome)
     if change.kind == "reveal":
         record_id, field = target
-        value = able(source, Revealable).reveal(record_id, field, reason=reason, operator=operator)
+        value = able(source, "reveal").reveal(record_id, field, reason=reason, operator=operator)
         return Saved(change, event_of(source, "reveal", [str(record_id)]), value=value)
     raise ValueError(f"unknown change {change.kind}")  # pragma: no cover - a programming error
 
@@ -156,7 +150,7 @@ def already_done(source: MemorySource, change: Change) -> bool:
         record = source.get(str(change.target))
         return record is None or record.state == "refuted"
     if change.kind == "forget-scope":
-        return not able(source, ScopeForgettable).blast_radius(scope=change.target)
+        return not able(source, "forget-scope").blast_radius(scope=change.target)
     return False  # a reveal is one transaction: a busy try changed nothing
 
 
@@ -181,5 +175,5 @@ def scope_plan(
 ) -> tuple[dict[str, dict[str, int]], str]:
     """What forgetting ``scope`` would remove (counts per tier and type) and its rule in
     words: what a confirmation shows first."""
-    scoped = able(source, ScopeForgettable)
+    scoped = able(source, "forget-scope")
     return scoped.blast_radius(scope=scope), scoped.forget_scope_rule(scope[0])

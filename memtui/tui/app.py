@@ -1167,7 +1167,7 @@ def _shown(saved: Saved) -> tuple[Any, ...]:
 
 def _forget_message(record: SourceRecord | None, outcome: ForgetOutcome) -> str:
     if record is None:
-        what = record_label(outcome.record_id)
+        what = record_label(str(outcome.record_id))
     else:
         kind = (
             record.tier
