@@ -140,7 +140,7 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
                 if "total_attempts" in meta
                 else ""
             )
-            cells = [
+            cells: list[str | Text] = [
                 one_line(record.id, 20),
                 record.tier,
                 one_line(record.record_type, 20),

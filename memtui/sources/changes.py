@@ -20,17 +20,17 @@ from memtui.sources.base import MemorySource, SourceRecord
 from memtui.sources.capabilities import able
 from memtui.sources.outcome import ForgetOutcome
 
-KINDS = ("forget", "refute", "forget-scope", "reveal")
-"""The changes: ``forget`` (target: a record id), ``refute`` (a record id),
-``forget-scope`` (a ``(key, value)`` scope), ``reveal`` (a ``(record id, field)``)."""
-
 MAX_RETRY_DELAY = 4.0
 """The longest pause between two tries of a change that found the database busy."""
 
 
 @dataclass(frozen=True)
 class Change:
-    """One confirmed change: what, on what, why and by whom."""
+    """One confirmed change: what, on what, why and by whom.
+
+    ``kind`` and its ``target``: ``forget`` a record id, ``refute`` a record id,
+    ``forget-scope`` a ``(key, value)`` scope, ``reveal`` a ``(record id, field)``.
+    """
 
     kind: str
     target: Any
