@@ -48,6 +48,7 @@ from memtui.sources.cache import (
     file_fingerprint,
     fingerprint_text,
 )
+from memtui.sources.capabilities import ScopeForgettable
 
 Clock = Callable[[], datetime]
 BYTE_CHECK_LIMIT = 512 * 1024 * 1024
@@ -193,7 +194,7 @@ class _NamedEmbedder:
         return self.inner(texts)
 
 
-class ForeignSqliteSource(MemorySource):
+class ForeignSqliteSource(MemorySource, ScopeForgettable):
     """A memory store in a SQLite file that memtui did not write."""
 
     #: short prefix of this source's ids (``lg``, ``pref``...)

@@ -30,11 +30,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from memtui.sources.base import SourceError, SourceRecord, encode_id, require_reason
+from memtui.sources.capabilities import GapClearable
 from memtui.sources.foreign import Erasure, GapsOutcome
 from memtui.sources.langgraph_read import ID_PREFIX, LangGraphReads
 
 
-class LangGraphSource(LangGraphReads):
+class LangGraphSource(LangGraphReads, GapClearable):
     """A LangGraph ``SqliteStore``: read by ``LangGraphReads``; forget, forget a namespace
     (and what nests under it), and clear the orphaned vectors LangGraph's delete leaves."""
 

@@ -32,6 +32,7 @@ from memtui.sources.base import (
     require_reason,
 )
 from memtui.sources.cache import FilterSql
+from memtui.sources.capabilities import GapClearable
 from memtui.sources.foreign import Erasure, GapsOutcome
 from memtui.sources.union_view import UnionViewSource
 
@@ -53,7 +54,7 @@ def _tags(text: Any) -> list[str]:
     return [str(t) for t in value] if isinstance(value, list) else []
 
 
-class LettaSource(UnionViewSource):
+class LettaSource(UnionViewSource, GapClearable):
     kind = "letta"
     kind_label = "Letta 0.11 SQLite"
     tiers = TIERS

@@ -37,6 +37,7 @@ from memtui.sources.base import (
     unknown_filter_error,
     wrap_results,
 )
+from memtui.sources.capabilities import HasLanes, Refutable, Revealable, ScopeForgettable
 
 NATIVE_SCOPE_KEYS: tuple[str, ...] = (
     "profile_hash",
@@ -69,7 +70,7 @@ def _native_id(record_id: str | int) -> int:
     return int(text)
 
 
-class NativeSource(MemorySource):
+class NativeSource(MemorySource, ScopeForgettable, Refutable, Revealable, HasLanes):
     """A memtui database: every feature, one transaction per audited change."""
 
     kind = "memtui"
