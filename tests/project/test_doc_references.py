@@ -92,3 +92,16 @@ def test_the_readme_is_short_and_links_every_page_of_the_docs():
     assert pages
     assert not [p.name for p in pages if f"docs/{p.name}" not in linked]
     assert "SECURITY.md" in linked
+
+
+TEST_PATH = re.compile(r"\btests/[\w/*.-]+\.py\b")
+
+
+def test_every_test_file_the_docs_name_exists():
+    """SECURITY.md and the docs say which tests pin a claim: those files exist."""
+    named = [(page, name) for page in PAGES for name in TEST_PATH.findall(page.read_text())]
+    assert named, "no test file named in the docs: the scan finds nothing"
+    missing = [
+        f"{page.relative_to(ROOT)}: {name}" for page, name in named if not list(ROOT.glob(name))
+    ]
+    assert not missing, "the docs name test files that do not exist:\n" + "\n".join(missing)
