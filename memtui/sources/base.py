@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from memtui.core.search import SearchResponse, rerank
+from memtui.sources.outcome import ForgetOutcome
 from memtui.sources.shapes import (
     CAPABILITIES,
     DEFAULT_PAGE_SIZE,
@@ -38,7 +39,6 @@ from memtui.sources.shapes import (
     RECORD_STATES,
     DetailSection,
     FileIdentity,
-    ForgetOutcome,
     Page,
     Progress,
     Scope,
@@ -375,10 +375,6 @@ class MemorySource(ABC):
     def forget(self, record_id: str, *, reason: str, operator: str | None = None) -> ForgetOutcome:
         """Erase one record by the source's own rule, audited, erasure verified."""
 
-    def refute(self, record_id: str, *, reason: str, operator: str | None = None) -> int:
-        self._require_capability("refute", "refute")
-        raise NotImplementedError
-
     def check_scope_key(self, key: str) -> None:
         """Refuse a scope key ``forget_scope`` does not erase by (one line naming those it does)."""
         if key in self.forget_scope_keys:
@@ -390,65 +386,6 @@ class MemorySource(ABC):
             f"{', '.join(self.forget_scope_keys)}, not by {key!r}: give --scope KEY=VALUE "
             "with one of those"
         )
-
-    def forget_scope_rule(self, key: str) -> str:
-        """What forgetting a whole scope of ``key`` does, in words (a dialog shows it)."""
-        return ""
-
-    def blast_radius(
-        self, *, engagement: str | None = None, scope: Scope | None = None
-    ) -> dict[str, dict[str, int]]:
-        """What ``forget_scope`` would remove: record counts per tier and type."""
-        raise SourceError(f"forget-scope is not supported by {self.kind_label} sources")
-
-    def forget_scope(
-        self,
-        *,
-        engagement: str | None = None,
-        scope: Scope | None = None,
-        reason: str,
-        operator: str | None = None,
-    ) -> int:
-        """Forget every record of one scope (``engagement=E`` is ``scope=("engagement", E)``),
-        audited, erasure verified; returns the count, which also says how erasure went."""
-        self._require_capability("forget_scope", "forget-scope")
-        raise NotImplementedError
-
-    # -- lanes (structured retrieval; sources with the ``lanes`` capability)
-
-    def _require_lanes(self) -> None:
-        if "lanes" not in self.capabilities:
-            raise SourceError(
-                f"lanes (priors, tactics, host history) need a memtui database: "
-                f"this is a {self.kind_label}"
-            )
-
-    def lane_choices(self) -> tuple[list[str], dict[str, int], list[str]]:
-        """Profiles, live tactics per profile, and engagements the lanes can be asked about."""
-        self._require_lanes()
-        raise NotImplementedError
-
-    def lanes(
-        self,
-        profile: str | None,
-        engagement: str | None,
-        *,
-        min_denominator: int,
-        history_limit: int | None = None,
-    ) -> dict[str, Any]:
-        """The four lanes: ``priors``, ``tactics``, ``negative`` (for a profile), ``history``.
-
-        ``history`` holds at most ``history_limit`` findings, the most severe;
-        ``history_total`` says how many there are.
-        """
-        self._require_lanes()
-        raise NotImplementedError
-
-    def reveal(
-        self, record_id: str, field_name: str, *, reason: str, operator: str | None = None
-    ) -> Any:
-        self._require_capability("reveal", "reveal")
-        raise NotImplementedError
 
     # -- audit
 

@@ -1,10 +1,10 @@
 """What a foreign store's erasure reports, and how it checks that the bytes are gone.
 
 ``Erasure`` is what one erasure did (its checks, audit counts, the ids whose
-cached copy goes or changes); ``GapsOutcome`` and ``ScopeOutcome`` are what
-``forget_gaps`` and ``forget_scope`` return. ``forgotten_bytes_gone`` looks for
-the forgotten values in a store file's bytes beyond what live records account
-for; ``forget_each`` runs one record's forget rule over several records.
+cached copy goes or changes); ``GapsOutcome`` is what ``forget_gaps`` returns.
+``forgotten_bytes_gone`` looks for the forgotten values in a store file's bytes
+beyond what live records account for; ``forget_each`` runs one record's forget
+rule over several records.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtui.core.store import ScopeForgetResult
 from memtui.sources.shapes import SourceError, SourceRecord
 
 BYTE_CHECK_LIMIT = 512 * 1024 * 1024
@@ -72,27 +71,6 @@ class GapsOutcome:
             checks=erasure.checks,
             problem=erasure.problem,
         )
-
-
-class ScopeOutcome(ScopeForgetResult):
-    """What a foreign store's ``forget_scope`` did: the number of records forgotten (an
-    ``int``), how erasure went, its intent and outcome audit events and the ids removed."""
-
-    intent_event_id: int
-    removed: tuple[str, ...]
-
-    @classmethod
-    def of(cls, intent: int, event: int, erasure: Erasure) -> ScopeOutcome:
-        out = cls(
-            len(erasure.removed),
-            verified=erasure.verified,
-            event_id=event,
-            problem=erasure.problem,
-            checks=erasure.checks,
-        )
-        out.intent_event_id = intent
-        out.removed = tuple(erasure.removed)
-        return out
 
 
 def radius_of(records: Iterable[SourceRecord]) -> dict[str, dict[str, int]]:

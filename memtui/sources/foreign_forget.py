@@ -28,11 +28,11 @@ from memtui.sources.base import (
     require_reason,
     scope_of,
 )
+from memtui.sources.capabilities import ScopeForgettable
 from memtui.sources.foreign_erasure import (
     BYTE_CHECK_LIMIT,
     CHECKPOINT_RETRIES,
     Erasure,
-    ScopeOutcome,
     forget_each,
     forgotten_bytes_gone,
     radius_of,
@@ -40,7 +40,7 @@ from memtui.sources.foreign_erasure import (
 from memtui.sources.foreign_store import ForeignStore
 
 
-class ForeignForgetting(ForeignStore):
+class ForeignForgetting(ForeignStore, ScopeForgettable):
     """A foreign store that forgets by its own rule, audited, erasure verified."""
 
     # -- forget
@@ -142,7 +142,7 @@ class ForeignForgetting(ForeignStore):
         scope: Scope | None = None,
         reason: str,
         operator: str | None = None,
-    ) -> ScopeOutcome:
+    ) -> ForgetOutcome:
         """Forget every record of one scope: one intent, each record by the store's own
         rule, one purge and byte check, one outcome event naming the scope."""
         key, value = scope_of(engagement, scope)
@@ -165,7 +165,16 @@ class ForeignForgetting(ForeignStore):
                 failure="forget-scope failed, nothing was changed",
                 operation="forget-scope",
             )
-        return ScopeOutcome.of(intent, event, done)
+        return ForgetOutcome(
+            record_id=None,
+            event_id=event,
+            verified=done.verified,
+            checks=done.checks,
+            intent_event_id=intent,
+            removed=tuple(done.removed),
+            problem=done.problem,
+            scope=(key, value),
+        )
 
     def _scope_erasure(self, records: Sequence[SourceRecord], *, scope: Scope) -> Erasure:
         ids = [r.id for r in records]

@@ -1,7 +1,7 @@
 """The shapes every memory source speaks in: records, pages, facets, outcomes, ids.
 
 What a source returns (``SourceRecord``, ``Page``, ``TierFacet``, ``DetailSection``,
-``ForgetOutcome``, ``SourceSummary``, ``SourceSearchResult``), the error it raises
+``SourceSummary``, ``SourceSearchResult``), the error it raises
 (``SourceError``), its reversible ids (``encode_id``/``decode_id``) and the small
 checks every source shares. ``memtui.sources.base`` holds the interface itself.
 """
@@ -136,24 +136,6 @@ class DetailSection:
     columns: tuple[str, ...] = ()
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     note: str | None = None
-
-
-@dataclass(frozen=True)
-class ForgetOutcome:
-    """What a forget did: the audit event that records it and the erasure checks.
-
-    ``event_id`` is the audit event of the forget (for a foreign store the
-    outcome event; ``intent_event_id`` the intent written before the change).
-    ``verified`` is True only when every check in ``checks`` held.
-    """
-
-    record_id: str
-    event_id: int
-    verified: bool
-    checks: dict[str, bool]
-    intent_event_id: int | None = None
-    removed: tuple[str, ...] = ()
-    problem: str | None = None
 
 
 @dataclass(frozen=True)
