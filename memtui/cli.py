@@ -85,7 +85,7 @@ def open_command(
         audit_db=audit_db,
         now=now,
         embedder=embedder,
-        **qdrant,
+        options=qdrant,
     )
 
 
@@ -228,7 +228,7 @@ def forget_scope(
     if db is None and not qdrant.get("qdrant_url"):
         raise click.UsageError("give a store PATH (or --qdrant-url URL for a Qdrant server)")
     with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
+        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
     ) as source:
         source.require("forget_scope", "forget-scope")
         radius = source.blast_radius(scope=(key, value))

@@ -209,7 +209,7 @@ def records(
     DB is a file, a Qdrant local folder, or nothing with --qdrant-url URL.
     """
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
-    with open_cli_source(db, read_only=True, now=now, **qdrant) as source:
+    with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
         found: list[SourceRecord] = []
         cursor = after
         while limit is None or len(found) < limit:
@@ -267,7 +267,7 @@ def forget(
     """
     db, record_id = _store_and_id(args, qdrant)
     with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
+        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
     ) as source:
         record = source.get(record_id)
         if record is None:
@@ -379,7 +379,7 @@ def audit_list(
     as_json: bool,
 ) -> None:
     """List audit events, newest first."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db, **qdrant) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, options=qdrant) as source:
         events = source.audit_events(limit=limit)
         broken = source.verify_audit()
     if as_json:
@@ -452,7 +452,7 @@ def audit_verify(
     db: Path | None, recorded: Any, audit_db: Path | None, qdrant: dict[str, Any]
 ) -> None:
     """Check the audit log's hash chain; exit 1 at the first broken link."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db, **qdrant) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, options=qdrant) as source:
         broken = source.verify_audit()
         events = source.audit_events()
     if broken is not None:
@@ -474,7 +474,7 @@ def audit_verify(
 @qdrant_options
 def audit_head(db: Path | None, audit_db: Path | None, qdrant: dict[str, Any]) -> None:
     """Print the chain head (last event id and hash) to record elsewhere."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db, **qdrant) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, options=qdrant) as source:
         head = source.audit_head()
     if head is None:
         click.echo("audit log is empty")
@@ -556,7 +556,7 @@ def info(
             raise click.UsageError("--formats lists the stores memtui opens: give it alone")
         _print_formats(as_json)
         return
-    with open_cli_source(db, read_only=True, now=now, **qdrant) as source:
+    with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
         summary = source.summary()
         facets = source.facets(include_hidden=True)
         live = {f.tier: f.count for f in source.facets()}
@@ -660,7 +660,7 @@ def forget_gaps(
     writes an intent and an outcome audit event. Needs --allow-writes.
     """
     with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
+        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
     ) as source:
         clear = getattr(source, "forget_gaps", None)
         if clear is None:

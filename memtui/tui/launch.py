@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -47,15 +47,15 @@ def run_app(
     audit_db: Path | None = None,
     now: str | None = None,
     embedder: Any = None,
-    **qdrant: Any,
+    options: Mapping[str, Any] | None = None,
 ) -> None:
     """Open the store at ``path`` (or a Qdrant server) and run the app until the operator quits.
 
     Every store opens as a ``MemorySource`` in the one app: a memtui database with
     every native feature, any other store through its adapter (read-only unless
-    ``allow_writes``).
+    ``allow_writes``). ``options`` are one kind of store's (``open_source``).
     """
-    options = {k: v for k, v in qdrant.items() if v is not None}
+    options = {k: v for k, v in (options or {}).items() if v is not None}
     opening: dict[str, Any] = dict(
         read_only=read_only,
         allow_writes=allow_writes,
@@ -67,7 +67,7 @@ def run_app(
     from memtui.sources.qdrant import CollectionChoiceError
 
     try:
-        source = open_app_source(path, **opening, **options)
+        source = open_app_source(path, **opening, options=options)
     except CollectionChoiceError as several:
         if not several.collections:
             raise
@@ -75,7 +75,7 @@ def run_app(
         if name is None:
             return  # the operator quit the picker
         options = {**options, "collection": name}
-        source = open_app_source(path, **opening, **options)
+        source = open_app_source(path, **opening, options=options)
     app = None
     try:
         from memtui.tui.app import make_app
@@ -84,7 +84,7 @@ def run_app(
             source,
             operator=operator,
             embedder=embedder,
-            reopen=lambda: open_app_source(path, **opening, **options),
+            reopen=lambda: open_app_source(path, **opening, options=options),
         )
         app.run()
     finally:
@@ -105,13 +105,15 @@ def open_app_source(
     read_only: bool = False,
     allow_writes: bool = False,
     clock: Callable[[], datetime] | None = None,
-    **options: Any,
+    options: Mapping[str, Any] | None = None,
+    **opening: Any,
 ) -> MemorySource:
     """Any store memtui recognizes, behind ``MemorySource`` (foreign ones read-only by default).
 
     A memtui database opens with the app's short busy timeout (``APP_BUSY_TIMEOUT_MS``);
     a path that does not exist is an error, never a new empty file.
     """
+    options = options or {}
     if path is not None and not options.get("qdrant_url"):
         path = Path(path)
         if not path.exists():
@@ -129,5 +131,6 @@ def open_app_source(
         read_only=True if read_only else None,
         allow_writes=allow_writes and not read_only,
         clock=clock,
-        **options,
+        options=options,
+        **opening,
     )
