@@ -159,7 +159,9 @@ def _refuse_others_options(kind: StoreKind, options: Mapping[str, Any], path: Pa
             )
 
 
-def _open_remote(path: str | Path | None, options: Mapping[str, Any], request: OpenRequest):
+def _open_remote(
+    path: str | Path | None, options: Mapping[str, Any], request: OpenRequest
+) -> MemorySource | None:
     """The store the options name without a path (a server), or None."""
     for kind in REGISTRY:
         remote = kind.remote

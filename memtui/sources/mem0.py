@@ -48,7 +48,14 @@ from memtui.sources.mem0_history import (
     Mem0History,
     history_candidates,
 )
-from memtui.sources.qdrant import PointData, QdrantSource, pid_of, purge_sqlite, record_id_of
+from memtui.sources.qdrant import (
+    PointData,
+    QdrantSource,
+    pid_of,
+    purge_sqlite,
+    record_id_of,
+    text_of,
+)
 
 CORE_KEYS = {
     "data",
@@ -230,7 +237,7 @@ class Mem0Source(QdrantSource):
             id=record_id_of(point.pid),
             tier="procedural" if procedural else "memory",
             record_type="procedural_memory" if procedural else "memory",
-            content=payload.get("data") if isinstance(payload.get("data"), str) else "",
+            content=text_of(payload.get("data")),
             scope={k: _scope(payload.get(k)) for k in self.scope_keys},
             created_at=_text(payload.get("created_at")),
             expires_at=expires if isinstance(expires, str) else None,

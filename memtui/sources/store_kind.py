@@ -60,10 +60,10 @@ class OpenRequest:
         """``now`` as the clock of a time-based store (an ISO-8601 time or aware datetime)."""
         now = self.now
         if isinstance(now, datetime):
-            moment = now if now.tzinfo else None
-            if moment is None:
+            if now.tzinfo is None:
                 raise SourceError("--now needs a timezone (e.g. 2026-11-30T12:00:00Z)")
-            return lambda: moment
+            aware: datetime = now
+            return lambda: aware
         if isinstance(now, str) and now.strip():
             try:
                 moment = parse_timestamp(now)

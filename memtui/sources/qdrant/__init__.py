@@ -94,6 +94,7 @@ from memtui.sources.qdrant.points import (
     pid_of,
     record_id_of,
     text_fields,
+    text_of,
 )
 from memtui.sources.qdrant.server import ServerBackend, make_client, safe_url
 from memtui.sources.qdrant.source import QdrantSource
@@ -142,4 +143,5 @@ __all__ = [
     "sqlite_uri",
     "stat_key",
     "text_fields",
+    "text_of",
 ]

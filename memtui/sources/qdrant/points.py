@@ -132,6 +132,11 @@ def decode_point(obj: Any, vector_name: str | None) -> PointData:
     )
 
 
+def text_of(value: Any) -> str:
+    """A payload's text field, or "" when it is not a string."""
+    return value if isinstance(value, str) else ""
+
+
 def text_fields(value: Any) -> list[str]:
     """Every string in a JSON value, depth first, leaving out secret-named fields."""
     out: list[str] = []

@@ -33,6 +33,7 @@ from memtui.sources.cache import FilterSql, fingerprint_text
 from memtui.sources.foreign import ForeignSqliteSource
 from memtui.sources.qdrant.backend import Backend
 from memtui.sources.qdrant.collections import CollectionInfo
+from memtui.sources.qdrant.filters import list_filter_sql, matches
 from memtui.sources.qdrant.lock import LOCK_FILE
 from memtui.sources.qdrant.points import (
     ID_PREFIX,
@@ -71,7 +72,7 @@ class QdrantSource(ForeignSqliteSource):
 
     kind = "qdrant"
     kind_label = "Qdrant collection"
-    tiers = ("points",)
+    tiers: tuple[str, ...] = ("points",)
     scope_keys: tuple[str, ...] = ()
     #: scope keys whose value is a list (a filter matches any element)
     list_scope_keys: tuple[str, ...] = ()
@@ -313,31 +314,6 @@ class QdrantSource(ForeignSqliteSource):
         """The filters after the source's own rule (Cyber-AutoAgent's memory mode)."""
         return self.check_filters(filters)
 
-    def _matches(self, record: SourceRecord, filters: Mapping[str, Any]) -> bool:
-        for key, value in filters.items():
-            if key == "tier":
-                have: Any = record.tier
-            elif key == "record_type":
-                have = record.record_type
-            else:
-                have = record.scope.get(key)
-            if isinstance(have, list):
-                wanted = value if isinstance(value, list | tuple | set) else [value]
-                if value is None:
-                    if have:
-                        return False
-                elif not set(map(str, have)) & set(map(str, wanted)):
-                    return False
-            elif value is None:
-                if have is not None:
-                    return False
-            elif isinstance(value, list | tuple | set):
-                if str(have) not in {str(v) for v in value} or have is None:
-                    return False
-            elif have is None or str(have) != str(value):
-                return False
-        return True
-
     def _select(
         self, filters: Mapping[str, Any] | None, include_hidden: bool, start: int = 0
     ) -> Iterator[SourceRecord]:
@@ -347,28 +323,11 @@ class QdrantSource(ForeignSqliteSource):
             record = self.restate(stored)
             if not include_hidden and record.state != "live":
                 continue
-            if self._matches(record, checked):
+            if matches(record, checked):
                 yield record
 
     def cache_filter_sql(self) -> FilterSql:
-        list_keys = set(self.list_scope_keys)
-
-        def custom(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:
-            values = list(value) if isinstance(value, list | tuple | set) else None
-            if key in list_keys:
-                wanted = [str(v) for v in (values if values is not None else [value])]
-                marks = ",".join("?" * len(wanted)) or "NULL"
-                return (
-                    f"EXISTS (SELECT 1 FROM json_each(coalesce({column}, '[]')) "
-                    f"WHERE json_each.value IN ({marks}))",
-                    wanted,
-                )
-            if values is not None:
-                marks = ",".join("?" * len(values)) or "NULL"
-                return f"{column} IN ({marks})", [str(v) for v in values]
-            return None
-
-        return custom  # type: ignore[return-value]
+        return list_filter_sql(set(self.list_scope_keys))
 
     # -- reading
 
@@ -601,7 +560,7 @@ class QdrantSource(ForeignSqliteSource):
         return [
             record
             for record in (self.restate(r) for r in snap.records)
-            if self._matches(record, {key: value})
+            if matches(record, {key: value})
         ]
 
     def _apply_forget_many(self, records: Sequence[SourceRecord]) -> dict[str, Any]:
