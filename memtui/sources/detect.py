@@ -27,13 +27,11 @@ from memtui.sources.store_kind import OpenRequest, Probe, Schema, StoreKind
 
 KINDS: Registry = REGISTRY
 """Every kind memtui recognizes, in the order they are tried (the registry itself)."""
-Kind = StoreKind
 
 __all__ = [
     "FORMATS_HINT",
     "KINDS",
     "TENANT_COLUMNS",
-    "Kind",
     "Schema",
     "found_tables",
     "open_source",
