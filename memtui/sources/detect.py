@@ -34,6 +34,7 @@ __all__ = [
     "TENANT_COLUMNS",
     "Schema",
     "found_tables",
+    "names_remote_store",
     "open_source",
     "read_schema",
     "recognize",
@@ -155,6 +156,12 @@ def _refuse_others_options(kind: StoreKind, options: Mapping[str, Any], path: Pa
             raise SourceError(
                 f"{', '.join(used)} applies to {other.options_apply_to}; {path} is not one"
             )
+
+
+def names_remote_store(options: Mapping[str, Any] | None) -> bool:
+    """Whether ``options`` name a store to open without a path (a Qdrant server)."""
+    split = REGISTRY.split_options(options or {})
+    return any(k.remote is not None and k.remote.named_by(split[k.name]) for k in REGISTRY)
 
 
 def _open_remote(

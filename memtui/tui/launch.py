@@ -113,13 +113,12 @@ def open_app_source(
     A memtui database opens with the app's short busy timeout (``APP_BUSY_TIMEOUT_MS``);
     a path that does not exist is an error, never a new empty file.
     """
-    options = options or {}
-    if path is not None and not options.get("qdrant_url"):
+    from memtui.sources.detect import names_remote_store, recognize
+
+    if path is not None and not names_remote_store(options):
         path = Path(path)
         if not path.exists():
             open_app_store(path, read_only=read_only, clock=clock)  # raises "no database at"
-        from memtui.sources.detect import recognize
-
         if recognize(path)[0] == "memtui":
             from memtui.sources.native import NativeSource
 
