@@ -12,10 +12,13 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtui.sources.base import MemorySource, SourceError
 from memtui.sources.store_kind import OpenRequest, Probe, Remote, Schema, StoreKind
+
+if TYPE_CHECKING:
+    from memtui.sources.qdrant import QdrantSource
 
 # ---------------------------------------------------------------- memtui's own database
 
@@ -185,11 +188,12 @@ QDRANT_COLLECTION_CLASSES = {
 }
 
 
-def qdrant_source_class(kind: str) -> Any:
+def qdrant_source_class(kind: str) -> type[QdrantSource]:
     """The class for a collection of ``kind`` (a plain ``QdrantSource`` for any other)."""
     where = QDRANT_COLLECTION_CLASSES.get(kind, "memtui.sources.qdrant:QdrantSource")
     module, name = where.split(":")
-    return getattr(importlib.import_module(module), name)
+    found: type[QdrantSource] = getattr(importlib.import_module(module), name)
+    return found
 
 
 def is_qdrant(probe: Probe) -> bool:
