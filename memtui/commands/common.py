@@ -351,6 +351,13 @@ def no_record(source: MemorySource, record_id: str) -> click.ClickException:
     return click.ClickException(f"{text}; {escape_controls(hint)}" if hint else text)
 
 
+def record_label(record_id: str) -> str:
+    """``#12`` for a memtui database's whole-number id; any other store's id as it is
+    (as the app shows them)."""
+    shown = escape_controls(str(record_id))
+    return f"#{shown}" if shown.isdigit() else shown
+
+
 def confirm_or_abort(question: str, assume_yes: bool) -> None:
     """Ask before erasing; no answer (end of input) counts as no."""
     if assume_yes:
