@@ -23,6 +23,7 @@ from memtui.commands.lanes import lanes
 from memtui.commands.maintenance import check, compact, migrate, reindex_text
 from memtui.commands.search import reindex, search
 from memtui.commands.sources import audit, cache, info, records
+from memtui.config import Config, activated, current
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import DEFAULT_EMBEDDER_NAME, resolve_embedder
 from memtui.core.store import MemoryStore, MemoryStoreError
@@ -31,11 +32,13 @@ from memtui.render import escape_controls, plural
 
 @click.group(cls=ErrorReportingGroup, default_command="open")
 @click.version_option(package_name="memtui")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """memtui: inspect, explain and correct AI-agent memory databases.
 
     `memtui DB` opens the app on a memory database; the commands below script it.
     """
+    ctx.obj = ctx.with_resource(activated(Config.from_environment(os.environ)))
 
 
 @main.command("open", hidden=True)
@@ -156,8 +159,7 @@ def sample_corpus_path() -> Path:
 
 
 def demo_db_path() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    folder = Path(base) / "memtui"
+    folder = current().data_dir
     folder.mkdir(parents=True, exist_ok=True)
     return folder / "demo.db"
 

@@ -15,6 +15,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from memtui.config import ConfigError, current
 from memtui.core.corpus import CorpusError
 from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.records import MemoryRecord, parse_timestamp
@@ -28,7 +29,7 @@ from memtui.core.store import (
 from memtui.render import escape_controls, escape_json_controls
 from memtui.sources import MemorySource, open_source
 
-EXPECTED_ERRORS = (MemoryStoreError, CorpusError, EmbedderError)
+EXPECTED_ERRORS = (MemoryStoreError, CorpusError, EmbedderError, ConfigError)
 
 
 class DefaultCommandGroup(click.Group):
@@ -106,7 +107,7 @@ class ErrorReportingGroup(DefaultCommandGroup):
 
 def fixed_clock() -> Callable[[], datetime] | None:
     """A clock pinned by ``MEMTUI_NOW`` (ISO-8601), for reproducible runs; else None."""
-    value = os.environ.get("MEMTUI_NOW")
+    value = current().now
     if not value:
         return None
     try:

@@ -28,6 +28,7 @@ from textual.widget import Widget
 from textual.widgets import Input, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
+from memtui.config import APP_POLL_INTERVAL
 from memtui.core.secrets import secret_paths
 from memtui.core.store import MemoryStoreError
 from memtui.render import escape_controls, safe_text
@@ -52,7 +53,7 @@ TABS: tuple[tuple[str, str], ...] = (
     ("audit", "Audit"),
 )
 
-POLL_INTERVAL = 1.0
+POLL_INTERVAL = APP_POLL_INTERVAL
 """Seconds between two looks at ``PRAGMA data_version`` (another process committed?)."""
 BUSY_RETRIES = 5
 """A change that finds the database busy is tried again this many times, then given up."""
