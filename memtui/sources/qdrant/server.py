@@ -5,11 +5,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memtui.config import current
 from memtui.sources.base import FileIdentity, SourceError
 from memtui.sources.cache import cache_root
 from memtui.sources.qdrant.collections import (
@@ -236,8 +236,7 @@ def server_anchor(url: str, collection: str | None, root: Path | None) -> Path:
 
 def server_audit_path(url: str, collection: str) -> Path:
     """Default audit log of a server collection: in the user's data folder."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     key = hashlib.sha256(f"{safe_url(url)}\0{collection}".encode()).hexdigest()[:16]
-    folder = Path(base) / "memtui" / "audit"
+    folder = current().data_dir / "audit"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"qdrant-{collection[:40]}-{key}.memtui-audit.db"
