@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,11 @@ from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.search import (
     DEFAULT_LIMIT,
     DEFAULT_POOL_SIZE,
+    LanePool,
+    SearchRequest,
     SearchResponse,
     SearchResult,
+    SearchTrace,
     check_weights,
     empty_query_note,
     sanitize_query,
@@ -159,36 +163,38 @@ def search(
             "building the vector cache (once after vectors change)", after=QUIET_BUILD_SECONDS
         )
         response = source.search(
-            query,
-            embedder=embedder,
-            limit=limit,
-            filters=filters,
-            weights=weights,
-            pool_size=pool_size,
-            any_terms=any_terms,
-            keyword_only=keyword_only,
-            progress=progress,
-            vector_progress=vector_progress,
+            SearchRequest(
+                query,
+                embedder=embedder,
+                limit=limit,
+                filters=filters,
+                weights=weights,
+                pool_size=pool_size,
+                any_terms=any_terms,
+                keyword_only=keyword_only,
+                progress=progress,
+                vector_progress=vector_progress,
+            )
         )
         for shown in (progress, vector_progress):
             if shown is not None:
                 shown.finish()
         warn_refused(source)
-        if response.trace["empty_query"]:  # the index's tokenizer found no word either
-            raise _empty_query(response.trace["note"])
+        if response.trace.empty_query:  # the index's tokenizer found no word either
+            raise _empty_query(response.trace.note or "")
         records = source.get_many(r.id for r in response.results)
         explanations = {}
         if explain:
             explanations = {
                 r.id: source.explain(query, r.id)
                 for r in response.results
-                if r.trace["keyword"]["raw"] is not None
+                if r.trace.keyword.raw is not None
             }
         if as_json:
             emit_json(_json(query, response, records, explanations))
             return
         out = console()
-        pools = response.trace["pools"]
+        pools = response.trace.pools
         places = lane_places(response.candidates or response.results, pools) if explain else {}
         _print_header(out, response, places)
         if not response.results:
@@ -256,34 +262,34 @@ def _json(
             "score": result.score,
             "keyword_score": result.keyword_score,
             "vector_score": result.vector_score,
-            **result.trace,
+            **result.trace.to_dict(),
         }
         if result.id in explanations:
             item["search"]["bm25"] = explanations[result.id]
         results.append(item)
-    return {"query": query, "trace": response.trace, "results": results}
+    return {"query": query, "trace": response.trace.to_dict(), "results": results}
 
 
 # ---------------------------------------------------------------- the header
 
 
-def _pool_line(lane: str, pool: dict[str, Any], trace: dict[str, Any], places: int) -> Text:
+def _pool_line(lane: str, pool: LanePool, trace: SearchTrace, places: int) -> Text:
     """``vector pool: 43 records with cosine > 0, min …, max …`` (the lane's normalization)."""
-    size = pool.get("size") or 0
-    limit = pool.get("limit")
+    size = pool.size
+    limit = pool.limit
     best = "best " if limit is not None and size >= limit else ""
     if lane == "keyword":
         what, label = f"{best}{size} match{'' if size == 1 else 'es'}", "-bm25"
-        if trace.get("keyword_lane_error"):
+        if trace.keyword_lane_error:
             what = "none (the keyword lane failed)"
     else:
         # A record shares nothing with the query at cosine <= 0: the lane leaves it out.
         what, label = f"{best}{size} record{'' if size == 1 else 's'} with cosine > 0", "cosine"
-        if trace.get("fallback"):
+        if trace.fallback:
             what = "none (the vector lane is off)"
     line = Text(f"{lane} pool: {what}")
     if size:
-        low, high = pool.get("min"), pool.get("max")
+        low, high = pool.min, pool.max
         line.append(f", {label} min {fmt(low, places)}, max {fmt(high, places)}")
         if low is not None and low == high:
             line.append(" (all-equal pool → 1.0)")
@@ -348,39 +354,37 @@ def _print_left_out(out: Console, trace: dict[str, Any]) -> None:
 def _print_header(out: Console, response: SearchResponse, places: dict[str, int]) -> None:
     trace = response.trace
     line = Text("query: ")
-    line.append(safe_text(trace["query"] or "(empty)", limit=200))
-    if trace["terms"]:
+    line.append(safe_text(trace.query or "(empty)", limit=200))
+    if trace.terms:
         line.append("   terms: ")
-        line.append(safe_text(" · ".join(trace["terms"]), limit=300))
-        line.append("  (any term)" if trace["any_terms"] else "  (all required)", style="dim")
-    if line.cell_len > out.width and trace["terms"]:  # the terms on a line of their own
+        line.append(safe_text(" · ".join(trace.terms), limit=300))
+        line.append("  (any term)" if trace.any_terms else "  (all required)", style="dim")
+    if line.cell_len > out.width and trace.terms:  # the terms on a line of their own
         query, terms = line.divide([line.plain.index("   terms: ")])
         out.print(query)
         terms.plain.lstrip()
         out.print(terms[3:])
     else:
         out.print(line)
-    if trace["empty_query"]:
-        out.print(safe_text(trace["note"] or "empty query", style="yellow"))
+    if trace.empty_query:
+        out.print(safe_text(trace.note or "empty query", style="yellow"))
         return
-    weights, default = trace["weights"], trace["default_weights"]
+    weights, default = trace.weights, trace.default_weights
     line = Text(
         f"weights: keyword {weight_text(weights['keyword'])} · vector "
         f"{weight_text(weights['vector'])}  (default {weight_text(default['keyword'])} · "
         f"{weight_text(default['vector'])})   embedder: "
     )
-    line.append(safe_text(trace.get("embedder") or "none", limit=80))
+    line.append(safe_text(trace.embedder or "none", limit=80))
     out.print(line)
-    if trace["fallback"]:
-        out.print(safe_text(f"fallback to keyword only: {trace['fallback']}", style="yellow"))
-    if trace["keyword_lane_error"]:
-        out.print(
-            safe_text(f"keyword lane error: {trace['keyword_lane_message']}", style="bold red")
-        )
-    pools = trace["pools"]
+    if trace.fallback:
+        out.print(safe_text(f"fallback to keyword only: {trace.fallback}", style="yellow"))
+    if trace.keyword_lane_error:
+        out.print(safe_text(f"keyword lane error: {trace.keyword_lane_message}", style="bold red"))
+    pools = trace.pools
     for lane in ("keyword", "vector"):
         out.print(_pool_line(lane, pools[lane], trace, places.get(lane, SHOWN_PLACES)))
-    limit = pools["keyword"].get("limit")
+    limit = pools["keyword"].limit
     if limit is not None:
         out.print(
             Text(
@@ -388,20 +392,20 @@ def _print_header(out: Console, response: SearchResponse, places: dict[str, int]
                 style="dim",
             )
         )
-    _print_left_out(out, trace)
-    source = trace.get("source")
-    if source and source.get("kind") != "memtui":
-        out.print(safe_text(f"expiry: {source['expiry_rule']} (now {trace['now']})", style="dim"))
-    mode = trace.get("memory_mode")
-    if mode and mode.get("mode"):
-        dropped = " (the operation filter was dropped)" if mode.get("dropped") else ""
-        out.print(safe_text(f"{mode['rule']}{dropped}", style="dim"))
+    _print_left_out(out, trace.to_dict())
+    source = trace.source
+    if source and source.kind != "memtui":
+        out.print(safe_text(f"expiry: {source.expiry_rule} (now {trace.now})", style="dim"))
+    mode = trace.memory_mode
+    if mode and mode.mode:
+        dropped = " (the operation filter was dropped)" if mode.dropped else ""
+        out.print(safe_text(f"{mode.rule}{dropped}", style="dim"))
     if not response.results:
         out.print(Text("no results", style="yellow"))
         return
     shown = len(response.results)
-    note = " (truncated: raise --limit to see more)" if trace["truncated"] else ""
-    of = plural(trace["candidates"], "candidate")
+    note = " (truncated: raise --limit to see more)" if trace.truncated else ""
+    of = plural(trace.candidates, "candidate")
     out.print(Text(f"showing {shown} of {of}{note}", style="dim"))
 
 
@@ -525,13 +529,13 @@ def _fill(segments: list[str], head: str, width: int, break_before: int | None =
 
 def explanation_lines(
     result: SearchResult,
-    pools: dict[str, Any],
+    pools: Mapping[str, LanePool],
     width: int,
     places: dict[str, int] | None = None,
 ) -> list[str]:
     """The arithmetic of ``result``: one line (or two, when narrow) per lane, then the sum."""
     shown = arithmetic(result, pools, places)
-    fallback = bool(result.trace.get("fallback"))
+    fallback = bool(result.trace.fallback)
     lanes = [(f"  {step.lane:<8} ", _lane_segments(step, fallback)) for step in shown.steps]
     # When one lane's arithmetic needs two lines, each full one breaks at the same place,
     # before "= normalized × weight = part", so the lanes read alike.
@@ -551,7 +555,7 @@ def _print_explanation(
     result: SearchResult,
     record: Any,
     explanations: dict[str, dict[str, Any]],
-    pools: dict[str, Any],
+    pools: Mapping[str, LanePool],
     places: dict[str, int],
 ) -> None:
     out.print()
@@ -564,7 +568,7 @@ def _print_explanation(
     lines = explanation_lines(result, pools, out.width, places)
     for line in lines[:-1]:
         out.print(Text(line))
-    weights = result.trace["weights"]
+    weights = result.trace.weights
     recomputed = weights["keyword"] * result.keyword_score + weights["vector"] * result.vector_score
     adds_up = abs(recomputed - result.score) <= 1e-12 and arithmetic(result, pools, places).adds_up
     total = Text(lines[-1])
@@ -573,9 +577,9 @@ def _print_explanation(
         style="green" if adds_up else "bold red",
     )
     out.print(total)
-    if result.trace["fallback"]:
-        out.print(safe_text(f"  fallback: {result.trace['fallback']}", style="yellow"))
-    field = (result.trace.get("vector") or {}).get("field")
+    if result.trace.fallback:
+        out.print(safe_text(f"  fallback: {result.trace.fallback}", style="yellow"))
+    field = result.trace.vector.field
     if field is not None:  # a store with a vector per text field: the one that scored
         out.print(safe_text(f"  vector   best of its fields: {field}", style="dim"))
     detail = explanations.get(result.id)
@@ -603,7 +607,7 @@ def _print_explanation(
     out.print(Padding(table, (0, 0, 0, 2), expand=False))
     fts = detail["bm25"]
     line = f"  sum {digits.total} = -bm25() {digits.number(-fts if fts is not None else None)}"
-    raw = result.trace["keyword"]["raw"]
+    raw = result.trace.keyword.raw
     if digits.number(raw) != digits.total:
         line += f" (keyword raw {digits.number(raw)})"
     rows = detail["rows"]

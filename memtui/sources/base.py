@@ -32,7 +32,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from memtui.core.records import parse_timestamp
-from memtui.core.search import SearchResponse, SearchResult, rerank
+from memtui.core.search import SearchRequest, SearchResponse, SearchResult, rerank
 from memtui.core.secrets import mask_metadata
 from memtui.core.store import MemoryStoreError
 
@@ -497,28 +497,15 @@ class MemorySource(ABC):
     # -- search
 
     @abstractmethod
-    def search(
-        self,
-        query: str,
-        *,
-        embedder: Any = None,
-        limit: int = 10,
-        filters: Mapping[str, Any] | None = None,
-        weights: Mapping[str, float] | Sequence[float] | None = None,
-        pool_size: int = 100,
-        any_terms: bool = False,
-        keyword_only: bool = False,
-        progress: Progress | None = None,
-        cancelled: Callable[[], bool] | None = None,
-        vector_progress: Progress | None = None,
-    ) -> SearchResponse:
+    def search(self, request: SearchRequest | str, **options: Any) -> SearchResponse:
         """Hybrid search with the native breakdown; results are ``SourceSearchResult``.
 
-        ``progress`` follows a build of the keyword index (a foreign store's),
-        ``vector_progress`` a build of the vector matrix (the first vector
-        search after vectors changed). ``cancelled`` is polled while the search
-        runs; once it returns true the search stops and raises
-        ``memtui.core.cancel.Cancelled``.
+        ``request`` is a ``SearchRequest`` (or the query text, with its other
+        fields as keywords). Its ``progress`` follows a build of the keyword
+        index (a foreign store's), ``vector_progress`` a build of the vector
+        matrix (the first vector search after vectors changed). ``cancelled`` is
+        polled while the search runs; once it returns true the search stops and
+        raises ``memtui.core.cancel.Cancelled``.
         """
 
     def rerank(
@@ -727,7 +714,10 @@ def wrap_results(
     id_of: Callable[[int], str],
     adjust: Callable[[SearchResult, SourceSearchResult], SourceSearchResult] | None = None,
 ) -> SearchResponse:
-    """The same response with every result a ``SourceSearchResult`` carrying its source id."""
+    """The same response with every result a ``SourceSearchResult`` carrying its source id.
+
+    The new results hold the same trace objects: ``response`` is the caller's to give up.
+    """
 
     def convert(result: SearchResult) -> SourceSearchResult:
         out = SourceSearchResult(
@@ -738,7 +728,7 @@ def wrap_results(
             created_at=result.created_at,
             expires_at=result.expires_at,
             rank=result.rank,
-            trace=dict(result.trace),
+            trace=result.trace,
             id=id_of(result.record_id),
         )
         return adjust(result, out) if adjust else out

@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from memtui.core.records import format_timestamp
+from memtui.core.search import SearchRequest
 from memtui.core.secrets import is_secret_key
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
@@ -1396,10 +1397,10 @@ class QdrantSource(ForeignSqliteSource):
             if point.vector is not None and (dim is None or point.dims == dim)
         }
 
-    def search(self, query: str, **kwargs: Any) -> Any:
-        kwargs["filters"] = self.effective_filters(kwargs.get("filters"))
-        response = super().search(query, **kwargs)
-        response.trace["source"]["collection"] = self.info.name
+    def search(self, request: SearchRequest | str, **options: Any) -> Any:
+        request = SearchRequest.of(request, **options)
+        response = super().search(request.but(filters=self.effective_filters(request.filters)))
+        response.trace.source.collection = self.info.name
         return response
 
     # -- forget
