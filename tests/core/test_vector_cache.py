@@ -10,7 +10,8 @@ from conftest import fixed_clock
 
 from memtui.core import vector_cache
 from memtui.core.embed import HashEmbedder
-from memtui.core.search import _vector_lane, cosine, hybrid_search, min_max_normalize
+from memtui.core.search import cosine, hybrid_search, min_max_normalize
+from memtui.core.search.vector import vector_lane
 from memtui.core.store import MemoryStore, pack_vector, unpack_vector
 
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
@@ -71,13 +72,13 @@ def test_the_matrix_lane_equals_the_row_by_row_lane(
         ids = _fill(store)  # every eleventh note has expired: hidden from the lane
         for query in ("alpha", "bravo charlie", "golf golf hotel", "kilo lima alpha echo"):
             vector = embedder([query])[0]
-            lane = _vector_lane(store, vector, filters, pool_size)
+            lane = vector_lane(store, vector, filters, pool_size)
             expected = reference_lane(store, vector, filters, pool_size)
             assert list(lane.raw.items()) == expected  # same ids, order and float values
             scores = list(lane.raw.values())
             assert list(lane.normalized.values()) == min_max_normalize(scores)
             if scores:
-                assert (lane.pool["min"], lane.pool["max"]) == (min(scores), max(scores))
+                assert (lane.pool.min, lane.pool.max) == (min(scores), max(scores))
         vector_cache.wait_for_writes()  # a big store's file is written in the background
         cached = vector_cache.load(store)
         assert cached.source == ("file" if use_file else "memory")
@@ -129,7 +130,7 @@ def builds(monkeypatch):
 
 def lanes(store, embedder, filters=None, pool_size=100):
     return [
-        list(_vector_lane(store, embedder([q])[0], filters, pool_size).raw.items()) for q in QUERIES
+        list(vector_lane(store, embedder([q])[0], filters, pool_size).raw.items()) for q in QUERIES
     ]
 
 
@@ -202,7 +203,7 @@ def test_forget_zeroes_the_row_and_the_next_search_needs_no_rebuild(
             )
         for query in QUERIES:  # and the row-by-row oracle
             vector = embedder([query])[0]
-            assert list(_vector_lane(store, vector, None, 100).raw.items()) == reference_lane(
+            assert list(vector_lane(store, vector, None, 100).raw.items()) == reference_lane(
                 store, vector, None, 100
             )
 
@@ -302,12 +303,12 @@ def test_the_vector_lane_never_returns_a_removed_row(cache_dir, db_path):
     with MemoryStore(db_path, clock=fixed_clock, embedder=embedder) as store:
         _fill(store, 30)
         vector = embedder(["alpha bravo"])[0]
-        first = next(iter(_vector_lane(store, vector, None, 10).raw))
+        first = next(iter(vector_lane(store, vector, None, 10).raw))
         cached = vector_cache.load(store)
         row = cached.ids.tolist().index(first)
         assert cached.matrix[row].any()
         cached.removed = np.array([row])  # even with its values still there
-        assert first not in _vector_lane(store, vector, None, 10).raw
+        assert first not in vector_lane(store, vector, None, 10).raw
 
 
 def test_a_forget_does_not_carry_over_a_stale_cache(cache_dir, db_path, builds):
@@ -463,7 +464,7 @@ def test_reindex_makes_the_cache_stale_and_drops_the_old_files(cache_dir, db_pat
         assert not any(p.exists() for p in old_files)
         new = vector_cache.load(store)
         assert new.dim == 32 and old.dim == 64
-        assert hybrid_search(store, "alpha", embedder=HashEmbedder(32)).trace["fallback"] is None
+        assert hybrid_search(store, "alpha", embedder=HashEmbedder(32)).trace.fallback is None
         store.reindex_vectors(None)
         assert vector_cache.load(store) is None
 
@@ -491,7 +492,7 @@ def test_a_mismatched_stored_vector_still_falls_back_naming_it(cache_dir, db_pat
             "UPDATE vectors SET vector = ? WHERE record_id = ?", (pack_vector([1.0] * 8), ids[3])
         )
         response = hybrid_search(store, "alpha bravo")
-        assert response.trace["fallback"] == (
+        assert response.trace.fallback == (
             f"stored vector of record #{ids[3]} has 8 dims; the query vector has 64"
         )
 
@@ -505,7 +506,7 @@ def test_an_in_memory_store_keeps_its_matrix_in_memory(cache_dir):
 
 
 def test_exact_cosines_are_bit_for_bit_the_plain_loop():
-    from memtui.core.search import _exact_cosines
+    from memtui.core.search.vector import _exact_cosines
 
     rng = np.random.default_rng(11)
     # a wide dynamic range, so that any other summation order would show
