@@ -50,7 +50,7 @@ import numpy as np
 
 from benchmarks import app_search, app_start
 from benchmarks import generate as gen
-from memtui.core import vector_cache
+from memtui.core import vector_cache, vector_matrix
 from memtui.core.search import (
     _keyword_lane,
     _query_vector,
@@ -510,7 +510,7 @@ def _vector_rows(store: MemoryStore, embedder: Any, cases: dict, repeats: int) -
     loads, bases = [], []
     matrix_file = built.path
     for _ in range(max(1, min(repeats, 3))):
-        vector_cache._MEMORY.pop(store, None)
+        vector_matrix.HELD.pop(store, None)
         start = time.perf_counter()
         vector_cache.load(store)
         _vector_lane(store, query, None, POOL)

@@ -11,7 +11,7 @@ import pytest
 from conftest import fixed_clock
 
 from memtui.core import store as store_module
-from memtui.core import vector_cache
+from memtui.core import vector_cache, vector_matrix
 from memtui.core.cancel import Cancelled
 from memtui.core.embed import HashEmbedder
 from memtui.core.search import hybrid_search
@@ -78,7 +78,7 @@ def test_a_cancelled_matrix_build_leaves_nothing_behind(store, tmp_path, monkeyp
         vector_cache.load(store, cancelled)
     vector_cache.wait_for_writes()
     assert cancelled.calls == 3
-    assert vector_cache._MEMORY.get(store) is None
+    assert vector_matrix.HELD.get(store) is None
     folder = tmp_path / "cache"
     assert not folder.exists() or not any(folder.rglob("*.npy*"))
     built = vector_cache.load(store)  # the next search builds it whole

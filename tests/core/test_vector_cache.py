@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import fixed_clock
 
-from memtui.core import vector_cache
+from memtui.core import vector_cache, vector_files
 from memtui.core.embed import HashEmbedder
 from memtui.core.search import cosine, hybrid_search, min_max_normalize
 from memtui.core.search.vector import vector_lane
@@ -528,14 +528,14 @@ def test_a_forget_while_the_file_is_written_leaves_no_copy(cache_dir, db_path, m
     with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
         ids = _fill(store, 50)
         started, release = threading.Event(), threading.Event()
-        sync = vector_cache._MatrixWriter.sync
+        sync = vector_files.MatrixWriter.sync
 
         def slow_sync(self):
             started.set()
             release.wait(5)
             sync(self)
 
-        monkeypatch.setattr(vector_cache._MatrixWriter, "sync", slow_sync)
+        monkeypatch.setattr(vector_files.MatrixWriter, "sync", slow_sync)
         hybrid_search(store, "alpha")  # mapped from a temporary file; published in background
         assert started.wait(5)
         pending = vector_cache.cache_files(store)
@@ -588,7 +588,7 @@ def test_a_cli_search_publishes_its_matrix_and_leaves_no_temporary_file(
     with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
         _fill(store, 60)
     closing = threading.Event()
-    close, sync = MemoryStore.close, vector_cache._MatrixWriter.sync
+    close, sync = MemoryStore.close, vector_files.MatrixWriter.sync
 
     def close_then_say_so(self):
         closing.set()  # the publisher syncs only once the command closes its store
@@ -599,7 +599,7 @@ def test_a_cli_search_publishes_its_matrix_and_leaves_no_temporary_file(
         sync(self)
 
     monkeypatch.setattr(MemoryStore, "close", close_then_say_so)
-    monkeypatch.setattr(vector_cache._MatrixWriter, "sync", sync_while_closing)
+    monkeypatch.setattr(vector_files.MatrixWriter, "sync", sync_while_closing)
     _cli_search(db_path)
     vector_cache.wait_for_writes()
     assert _unpublished(cache_dir) == []
@@ -611,10 +611,10 @@ def test_a_cli_search_publishes_its_matrix_and_leaves_no_temporary_file(
 
 _DIES_BEFORE_PUBLISHING = """
 import os, sys, threading
-from memtui.core import vector_cache
+from memtui.core import vector_cache, vector_files
 from memtui.core.store import MemoryStore
 vector_cache.FILE_CACHE_MIN_VECTORS = 0
-vector_cache._MatrixWriter.sync = lambda self: threading.Event().wait()
+vector_files.MatrixWriter.sync = lambda self: threading.Event().wait()
 vector_cache.load(MemoryStore(sys.argv[1], read_only=True))
 os._exit(0)
 """
@@ -676,7 +676,7 @@ def test_a_forget_while_the_matrix_is_being_built_erases_it_and_the_build_reads_
         _fill(store, 50)
         victim = store.add_record(tier="working", record_type="note", content="zanzibar quokka")
         payload = pack_vector(store.vector_of(victim))
-        write = vector_cache._MatrixWriter.write
+        write = vector_files.MatrixWriter.write
         done = []
 
         kept = tmp_path / "kept-link.npy"  # the file's blocks, after the forget unlinks it
@@ -692,7 +692,7 @@ def test_a_forget_while_the_matrix_is_being_built_erases_it_and_the_build_reads_
                 forget.start()
                 forget.join(10)
 
-        monkeypatch.setattr(vector_cache._MatrixWriter, "write", write_then_forget)
+        monkeypatch.setattr(vector_files.MatrixWriter, "write", write_then_forget)
         loaded = vector_cache.load(store)
         assert done == [True]
         assert payload not in kept.read_bytes()  # erased, not only unlinked
