@@ -221,7 +221,7 @@ def _read_vectors(
 
     top = int(store.query("SELECT max(record_id) FROM vectors")[0][0] or 0)
     capacity = max(top, 1)
-    matrix = np.empty((capacity, dim), dtype="<f4") if writer is None else None
+    matrix: Any = np.empty((capacity, dim), dtype="<f4") if writer is None else None
     ids = np.empty(capacity, dtype=np.int64)
     norms = np.empty(capacity, dtype=np.float32)
     bad: dict[int, int] = {}

@@ -110,8 +110,9 @@ def carry_over(store: SearchIndex, erasure: Erasure) -> bool:
         side = read_sidecar(store) or erasure.sidecar
         if (
             current
+            and now is not None
             and side is not None
-            and tuple(side.get("identity", ())) == tuple(erasure.before)
+            and tuple(side.get("identity", ())) == tuple(erasure.before or ())
             and (cache_dir() / str(side.get("matrix"))) not in failed
             and republish(store, side, erasure.forgotten, now)
         ):

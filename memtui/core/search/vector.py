@@ -69,7 +69,8 @@ def vector_lane(
     kept = {"refuted": approx[refuted_rows], "expired": approx[expired_rows]}
     approx[refuted_rows] = -np.inf
     approx[expired_rows] = -np.inf
-    before = in_scope = None
+    before: Any = None
+    in_scope: Any = None
     if filters:
         scope = _scope_ids(store, filters)
         in_scope = members(scope, ids)
