@@ -26,9 +26,9 @@ from rich.console import Console
 from textual.widgets import Input, Select
 
 from memtui.cli import main
-from memtui.core.search import engine as search_engine
 from memtui.core import vector_cache
 from memtui.core.arithmetic import bm25_digits, lane_places
+from memtui.core.search import engine as search_engine
 from memtui.core.search import hybrid_search, rerank
 from memtui.core.store import MemoryStore
 from memtui.sources import open_source

@@ -12,8 +12,6 @@ import numpy as np
 import pytest
 from conftest import fixed_clock
 
-from memtui.core.search import hidden as hidden_module
-from memtui.core.search import keyword as keyword_module
 from memtui.core import store as store_module
 from memtui.core.embed import HashEmbedder
 from memtui.core.records import TIERS, format_timestamp
@@ -24,6 +22,8 @@ from memtui.core.search import (
     match_expression,
     min_max_normalize,
 )
+from memtui.core.search import hidden as hidden_module
+from memtui.core.search import keyword as keyword_module
 from memtui.core.search.keyword import keyword_lane
 from memtui.core.store import SCHEMA_VERSION, MemoryStore, MemoryStoreError, unpack_vector
 

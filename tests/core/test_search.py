@@ -635,9 +635,7 @@ def test_explanation_uses_the_whole_index_including_refuted_and_expired(tmp_path
         assert detail["terms"][0]["df"] == 3
         response = hybrid_search(store, "plover")
         assert ids(response) == [live]
-        assert response.results[0].trace.keyword.raw == pytest.approx(
-            detail["total"], abs=1e-6
-        )
+        assert response.results[0].trace.keyword.raw == pytest.approx(detail["total"], abs=1e-6)
 
 
 def test_explaining_a_missing_record_is_an_error(plain):

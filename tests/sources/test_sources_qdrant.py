@@ -129,7 +129,9 @@ def test_collection_choice_defaults_and_errors(tmp_path):
 
 def test_qdrant_options_on_another_store_are_refused(tmp_path, folder):
     with pytest.raises(SourceError, match="--memory-mode applies to Qdrant stores"):
-        open_source(Path(__file__).parent.parent / "fixtures" / "preferences.sqlite", memory_mode="shared")
+        open_source(
+            Path(__file__).parent.parent / "fixtures" / "preferences.sqlite", memory_mode="shared"
+        )
     with pytest.raises(SourceError, match="--mem0-history does not apply to Cyber-AutoAgent"):
         open_source(folder, mem0_history=tmp_path / "history.db")
     with pytest.raises(SourceError, match="--memory-mode does not apply to Cyber-AutoAgent web"):

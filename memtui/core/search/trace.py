@@ -52,7 +52,8 @@ class ResultTrace:
     fallback: str | None
     found_by: list[str]
     created_at: str | None
-    expires_at: str | None
+    expires_at: str | int | None
+    """A foreign store's own expiry value (a number in some: a tenant store's turn)."""
     previous_rank: int | None = None
     """Its rank before a ``rerank`` (set by ``rerank`` only)."""
 
