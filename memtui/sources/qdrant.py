@@ -1400,7 +1400,8 @@ class QdrantSource(ForeignSqliteSource):
     def search(self, request: SearchRequest | str, **options: Any) -> Any:
         request = SearchRequest.of(request, **options)
         response = super().search(request.but(filters=self.effective_filters(request.filters)))
-        response.trace.source.collection = self.info.name
+        if response.trace.source is not None:  # the foreign source names its index
+            response.trace.source.collection = self.info.name
         return response
 
     # -- forget

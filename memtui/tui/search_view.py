@@ -940,8 +940,8 @@ class SearchPane(Pane):
             if pools_shown:
                 out.append(
                     Text(
-                        f"pools: keyword {pools.get('keyword', {}).get('size', 0):,}, "
-                        f"vector {pools.get('vector', {}).get('size', 0):,}",
+                        f"pools: keyword {pools['keyword'].size:,}, "
+                        f"vector {pools['vector'].size:,}",
                         style="dim",
                     )
                 )

@@ -29,7 +29,7 @@ from memtui.cli import main
 from memtui.core import vector_cache
 from memtui.core.arithmetic import bm25_digits, lane_places
 from memtui.core.search import engine as search_engine
-from memtui.core.search import hybrid_search, rerank
+from memtui.core.search import LanePool, SearchRequest, hybrid_search, rerank
 from memtui.core.store import MemoryStore
 from memtui.sources import open_source
 from memtui.sources.native import NativeSource
@@ -358,7 +358,7 @@ async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
         assert f"{keyword.part} + {vector.part} = {shown.total} ≈ {shown.listed}" in text
         assert redo_breakdown(breakdown_text(pane, top.record_id), score_text(top.score)) >= 8
         pools = expected.trace.pools
-        assert f"pool {pools['keyword']['size']} candidates" in text
+        assert f"pool {pools['keyword'].size} candidates" in text
         assert f"min {vector.low}" in text
         assert "scores 0 in the other" in text
         # Per-term BM25 contributions add up to the keyword lane's raw score.
@@ -677,8 +677,9 @@ async def test_the_first_vector_search_shows_the_vector_cache_build(store, monke
     app = make_app(store)
     real = app.source.search
 
-    def search(*args, vector_progress=None, **kwargs):
-        return real(*args, vector_progress=held.wrap(vector_progress), **kwargs)
+    def search(request, **options):
+        request = SearchRequest.of(request, **options)
+        return real(request.but(vector_progress=held.wrap(request.vector_progress)))
 
     monkeypatch.setattr(app.source, "search", search)
     async with app.run_test(size=SIZE) as pilot:
@@ -1024,12 +1025,10 @@ async def test_the_status_line_fits_and_says_what_it_left_out(store, width):
             assert f"{excluded['out_of_scope']} out of scope" in status and "pools:" in status
         # A big store's numbers (a 50k database's): still one line that fits.
         trace = pane.base.trace
-        trace.update(
-            truncated=True,
-            candidates=1_625,
-            pools={"keyword": {"size": 100}, "vector": {"size": 100}},
-            excluded={"refuted": 412, "expired": 213, "out_of_scope": 0},
-        )
+        trace.truncated = True
+        trace.candidates = 1_625
+        trace.pools = {"keyword": LanePool(size=100), "vector": LanePool(size=100)}
+        trace.excluded = {"refuted": 412, "expired": 213, "out_of_scope": 0}
         pane.keyword_tenths = 6  # what-if weights say so
         pane._rerank()
         await settle(pilot)

@@ -99,7 +99,7 @@ class SourceNote:
 class MemoryModeNote:
     """A store's memory mode (Cyber-AutoAgent's): the rule, and the filters it dropped."""
 
-    mode: str
+    mode: str | None
     rule: str
     dropped: list[str]
 
