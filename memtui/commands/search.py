@@ -185,7 +185,7 @@ def _searched(source: MemorySource, request: SearchRequest) -> SearchResponse:
     """The search, with progress on stderr while it waits for a build."""
     source.check_filters(request.filters)
     progress = None
-    if source.kind != "memtui" and not source.index_status()["ready"]:
+    if not source.index_status()["ready"]:  # a foreign store's index, built on first use
         progress = _StderrProgress(f"indexing {escape_controls(source.label)} for search")
     vector_progress = _StderrProgress(
         "building the vector cache (once after vectors change)", after=QUIET_BUILD_SECONDS

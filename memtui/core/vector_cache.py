@@ -1,4 +1,4 @@
-"""The store's vectors as one float32 matrix, for the vector lane (design.md section 4).
+"""The store's vectors as one float32 matrix, for the vector lane (docs/design.md section 4).
 
 Decoding a million vectors from SQLite blobs takes seconds, so the matrix is
 built once and kept:
@@ -20,7 +20,7 @@ every vector write or delete, by any writer), the highest vector record id and
 the recorded embedder. A stale copy is never used; it is deleted and rebuilt,
 lazily, by the first vector search that needs it (never at start-up).
 
-Forget means gone (design.md section 3), without a rebuild. Inside the
+Forget means gone (docs/design.md section 3), without a rebuild. Inside the
 forget's transaction, ``erase`` overwrites the forgotten rows of every on-disk
 copy (one still being published included) and of the in-memory copy with
 zeros, syncs the files, and takes the sidecar down, so that nothing trusts the

@@ -4,13 +4,13 @@ copies on disk go (see ``memtui.core.vector_cache``)."""
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memtui.config import current
 from memtui.core.index import SearchIndex
 
 CACHE_DIR_ENV = "MEMTUI_CACHE_DIR"
@@ -58,11 +58,7 @@ def cache_dir() -> Path:
     That is $MEMTUI_CACHE_DIR, else $XDG_CACHE_HOME/memtui, else ~/.cache/memtui
     (foreign-store indexes sit beside it, in ``sources``).
     """
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return Path(explicit) / "vectors"
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "memtui" / "vectors"
+    return current().vectors_cache
 
 
 def cache_stem(store: SearchIndex) -> str | None:
