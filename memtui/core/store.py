@@ -665,6 +665,11 @@ class MemoryStore:
         """The store's connection, for the core's read-only query modules (search, lanes)."""
         return self._conn
 
+    @property
+    def lock(self) -> threading.RLock:
+        """Held around every statement on the main connection (the vector cache holds it)."""
+        return self._lock
+
     def now(self) -> datetime:
         moment = self.clock()
         if moment.tzinfo is None:
