@@ -33,11 +33,19 @@ from memtui.core.secrets import secret_paths
 from memtui.core.store import MemoryStoreError
 from memtui.render import escape_controls, safe_text
 from memtui.sources.base import ForgetOutcome, MemorySource, SourceRecord
-from memtui.tui.base import Pane, ReportsWorkerErrors
-from memtui.tui.browse import BrowsePane, RecordTable
+from memtui.tui.base import Pane, ReportsWorkerErrors, offers
+from memtui.tui.browse import BrowsePane
 from memtui.tui.commands import MemtuiCommands
 from memtui.tui.footer import KeysFooter
 from memtui.tui.format import fit, hidden_words, now_label, plural, record_label, scope_label
+from memtui.tui.messages import (
+    ForgetRequested,
+    ForgetScopeRequested,
+    RefuteRequested,
+    RevealRequested,
+    TiersCounted,
+)
+from memtui.tui.record_table import RecordTable
 
 if TYPE_CHECKING:  # imported when first used: not needed for the first screen
     from memtui.tui.audit_view import AuditPane
@@ -85,28 +93,28 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     BINDINGS = [
         *[
-            Binding(str(n), f"switch_tab('{tab}')", title, show=False, id=f"tab-{tab}")
+            Binding(str(n), f"switch_tab('{tab}')", title, show=False, id=f"app.tab.{tab}")
             for n, (tab, title) in enumerate(TABS, start=1)
         ],
-        Binding("slash", "search", "Search", key_display="/", id="search"),
+        Binding("slash", "search", "Search", key_display="/", id="app.search"),
         Binding(
             "f5,ctrl+r",
             "refresh",
             "Refresh",
             key_display="F5",
             show=False,
-            id="refresh",
+            id="app.refresh",
             tooltip="Re-read every tab and re-run the search (F5 or ctrl+r)",
         ),
         Binding(
             "o",
             "reopen",
             "Reopen",
-            id="reopen",
+            id="app.reopen",
             tooltip="Open the store again at its path (offered when the file was replaced)",
         ),
-        Binding("question_mark", "help", "Help", key_display="?", id="help"),
-        Binding("q", "quit", "Quit", id="quit"),
+        Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
+        Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
     def __init__(
@@ -170,8 +178,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def offers(self, capability: str) -> bool:
         """Whether an action's key applies here at all: the source can do it, or could
         when opened writable (pressing it then says why not)."""
-        source = self.source
-        return capability in source.capabilities or capability in source.write_capabilities
+        return offers(self.source, capability)
 
     # ------------------------------------------------------------ layout
 
@@ -192,25 +199,24 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             for number, (tab, title) in enumerate(TABS, start=1):
                 with TabPane(f"{number} {title}", id=tab):
                     if tab == "browse":  # the others mount once Browse shows its first page
-                        yield self._pane(tab)
+                        yield BrowsePane(
+                            self.source, self.take_first_tier_counts(), id="browse-pane"
+                        )
         yield KeysFooter()
 
-    @staticmethod
-    def _pane(tab: str) -> Pane:
-        if tab == "browse":
-            return BrowsePane(id="browse-pane")
-        # The other tabs' modules load when their panes are built (after the first page).
+    def _hidden_pane(self, tab: str) -> Pane:
+        """The pane of a tab after Browse; its module loads when the pane is built."""
         if tab == "search":
             from memtui.tui.search_view import SearchPane
 
-            return SearchPane(id="search-pane")
+            return SearchPane(self.source, embedder=self.embedder, id="search-pane")
         if tab == "lanes":
             from memtui.tui.lanes_view import LanesPane
 
-            return LanesPane(id="lanes-pane")
+            return LanesPane(self.source, id="lanes-pane")
         from memtui.tui.audit_view import AuditPane
 
-        return AuditPane(id="audit-pane")
+        return AuditPane(self.source, id="audit-pane")
 
     def on_load(self) -> None:
         """Start counting the tiers before the screen is even built (the first screen
@@ -230,7 +236,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         self._first_tier_counts = future
 
     def take_first_tier_counts(self) -> Future[tuple[dict[str, int], dict[str, int]]] | None:
-        """The tier counts started at load (live, with hidden), once; None after that."""
+        """The tier counts started at load (live, with hidden), once; None after that
+        (Browse takes them: the load comes before the screen is built)."""
         future, self._first_tier_counts = self._first_tier_counts, None
         return future
 
@@ -271,7 +278,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             pane = self.query_one(f"#{tab}", TabPane)
             if not pane.is_attached:  # the app is closing (quit as the first page showed)
                 return
-            await pane.mount(self._pane(tab))
+            await pane.mount(self._hidden_pane(tab))
         self._panes_state = "mounted"
         if self.active_tab != "browse":  # switched to with the mouse while it mounted
             self.call_after_refresh(self.pane(self.active_tab).tab_shown)
@@ -368,6 +375,10 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         """The tab's pane, or None while it waits for Browse's first page to mount."""
         found = self.query(f"#{tab}-pane")
         return found.first(Pane) if found else None
+
+    @on(TiersCounted)
+    def _tiers_counted(self, message: TiersCounted) -> None:
+        self.update_summary(message.tiers)
 
     def update_summary(self, tiers: dict[str, tuple[int, int]]) -> None:
         live = sum(n for n, _ in tiers.values())
@@ -535,6 +546,10 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     def _reopened(self, source: MemorySource) -> None:
         """Show the store now at the path: every tab re-read, the live counts restarted."""
         old, self.source = self.source, source
+        for tab, _ in TABS:
+            pane = self.mounted_pane(tab)
+            if pane is not None:
+                pane.source = source
         old.close()
         self.moved = None
         self.seen_version = None
@@ -758,6 +773,22 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
             timeout=5,
         )
         return True
+
+    @on(RefuteRequested)
+    def _refute_requested(self, message: RefuteRequested) -> None:
+        self.request_refute(message.record_id)
+
+    @on(ForgetRequested)
+    def _forget_requested(self, message: ForgetRequested) -> None:
+        self.request_forget(message.record_id)
+
+    @on(RevealRequested)
+    def _reveal_requested(self, message: RevealRequested) -> None:
+        self.request_reveal(message.record_id)
+
+    @on(ForgetScopeRequested)
+    def _forget_scope_requested(self, message: ForgetScopeRequested) -> None:
+        self.request_forget_scope(message.key, message.value)
 
     def request_refute(self, record_id: str | None = None) -> None:
         record_id = self.current_record_id() if record_id is None else record_id

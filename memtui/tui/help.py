@@ -58,10 +58,15 @@ def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tu
     """
     from memtui.tui.app import MemtuiApp
     from memtui.tui.audit_view import AuditPane, AuditTable
-    from memtui.tui.browse import BrowsePane, RecordDetail, RecordTable, ScopeTree
+    from memtui.tui.browse import BrowsePane
     from memtui.tui.dialogs import ConfirmDialog
     from memtui.tui.full_text import FullTextScreen
-    from memtui.tui.search_view import QueryInput, ResultList, SearchPane
+    from memtui.tui.record_detail import RecordDetail
+    from memtui.tui.record_table import RecordTable
+    from memtui.tui.scope_tree import ScopeTree
+    from memtui.tui.search_bar import QueryInput
+    from memtui.tui.search_results import ResultList
+    from memtui.tui.search_view import SearchPane
 
     return [
         ("Anywhere", [], [MemtuiApp], [("ctrl+p", "Command palette")]),
@@ -199,6 +204,7 @@ class HelpScreen(ModalScreen[None]):
             "Close help",
             key_display="esc",
             tooltip="Close help (esc, q or ?)",
+            id="help.close",
         ),
     ]
 
