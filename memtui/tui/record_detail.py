@@ -17,7 +17,8 @@ from memtui.core.secrets import secret_paths
 from memtui.render import one_line
 from memtui.sources.base import DetailSection, MemorySource, SourceError, SourceRecord
 from memtui.tui.base import ReportsWorkerErrors, offers
-from memtui.tui.format import DETAIL_CONTENT_CHARS, detail_sections, record_detail, record_label
+from memtui.tui.detail_format import detail_sections, record_detail
+from memtui.tui.format import DETAIL_CONTENT_CHARS, record_label
 from memtui.tui.messages import RevealRequested
 
 
