@@ -62,28 +62,28 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
 
     BINDINGS = [
         *[
-            Binding(str(n), f"switch_tab('{tab}')", title, show=False, id=f"app.tab.{tab}")
+            Binding(str(n), f"switch_tab('{tab}')", title, show=False, id=f"tab-{tab}")
             for n, (tab, title) in enumerate(TABS, start=1)
         ],
-        Binding("slash", "search", "Search", key_display="/", id="app.search"),
+        Binding("slash", "search", "Search", key_display="/", id="search"),
         Binding(
             "f5,ctrl+r",
             "refresh",
             "Refresh",
             key_display="F5",
             show=False,
-            id="app.refresh",
+            id="refresh",
             tooltip="Re-read every tab and re-run the search (F5 or ctrl+r)",
         ),
         Binding(
             "o",
             "reopen",
             "Reopen",
-            id="app.reopen",
+            id="reopen",
             tooltip="Open the store again at its path (offered when the file was replaced)",
         ),
-        Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
-        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", key_display="?", id="help"),
+        Binding("q", "quit", "Quit", id="quit"),
     ]
 
     def __init__(

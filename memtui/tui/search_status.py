@@ -2,7 +2,7 @@
 
 ``SearchState`` replaces a handful of flags (running, stopped, failed, stale...) that
 could contradict each other; ``status_line(state, width)`` is a pure function of it,
-tested without an app.
+tested without an app. ``throttled`` paces the build progress the line follows.
 """
 
 from __future__ import annotations
