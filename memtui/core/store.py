@@ -1,7 +1,7 @@
 """MemoryStore: the SQLite schema, FTS5 index, writers, scoped reads and audit log.
 
 Every mutation goes through a method here that writes its audit event in the
-same transaction (design.md sections 1 and 3). Readers never hold a read
+same transaction (docs/design.md sections 1 and 3). Readers never hold a read
 transaction open: every query is fetched to the end at once, so that a forget
 can always truncate the WAL.
 """
@@ -73,7 +73,7 @@ class ScopeForgetResult(int):
     went, as ``forget``'s return value does for one record:
 
     - ``verified``: the records are gone from the table, the full-text index
-      and the vectors, and the WAL was truncated (design.md section 3);
+      and the vectors, and the WAL was truncated (docs/design.md section 3);
     - ``event_id``: the ``forget-scope`` audit event;
     - ``problem``: why erasure is not verified (None when it is);
     - ``incomplete_event_id``: the ``erasure-incomplete`` audit event written

@@ -24,15 +24,17 @@ from textual.widget import Widget
 from textual.widgets import Input, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
+from memtui.config import APP_POLL_INTERVAL
 from memtui.core.store import MemoryStoreError
 from memtui.render import escape_controls
 from memtui.sources.base import MemorySource
+from memtui.sources.changes import is_busy
 from memtui.tui import check_process
 from memtui.tui.app_base import TABS
 from memtui.tui.banners import CheckBanner, SourceBanner
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.browse import BrowsePane
-from memtui.tui.changes import ChangeFlow, is_busy_text
+from memtui.tui.changes import ChangeFlow
 from memtui.tui.commands import MemtuiCommands
 from memtui.tui.footer import KeysFooter
 from memtui.tui.format import fit, now_label
@@ -45,7 +47,7 @@ from memtui.tui.messages import (
 )
 from memtui.tui.record_table import RecordTable
 
-POLL_INTERVAL = 1.0
+POLL_INTERVAL = APP_POLL_INTERVAL
 """Seconds between two looks at ``PRAGMA data_version`` (another process committed?)."""
 BUSY_RETRIES = 5
 """A change that finds the database busy is tried again this many times, then given up."""
@@ -360,7 +362,7 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
         problems = [f for f in report.get("findings", []) if f.get("severity") == "problem"]
         # A check that could not run because another process held the database is
         # not a finding about the file: say so quietly instead of raising the banner.
-        busy = [f for f in problems if is_busy_text(str(f.get("message")))]
+        busy = [f for f in problems if is_busy(str(f.get("message")))]
         problems = [f for f in problems if f not in busy]
         if busy:
             self.notify(
@@ -471,8 +473,6 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
 def _short_label(source: MemorySource) -> str:
     """The store's name for the header: the file or folder (and collection); the kind
     of store is on the banner line below."""
-    if source.kind == "memtui":
-        return source.path.name
     label = source.label
     suffix = f" ({source.kind_label})"
     return label[: -len(suffix)] if label.endswith(suffix) else label

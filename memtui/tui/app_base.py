@@ -18,6 +18,7 @@ from textual.widgets import Static, TabbedContent
 from memtui.core.store import MemoryStoreError
 from memtui.render import escape_controls
 from memtui.sources.base import MemorySource
+from memtui.sources.capabilities import Refutable
 from memtui.tui.banners import SourceBanner
 from memtui.tui.base import Pane, offers
 from memtui.tui.browse import BrowsePane
@@ -57,8 +58,8 @@ class AppBase(App[None]):
 
     @property
     def native(self) -> bool:
-        """A memtui database (``memtui check`` applies to its file)."""
-        return self.source.kind == "memtui"
+        """A memtui database: its tactics can be refuted, ``memtui check`` applies to its file."""
+        return isinstance(self.source, Refutable)
 
     def offers(self, capability: str) -> bool:
         """Whether an action's key applies here at all: the source can do it, or could

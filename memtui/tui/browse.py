@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Tree
 from textual.worker import Worker, get_current_worker
 
 from memtui.sources.base import MemorySource, TierFacet
+from memtui.sources.capabilities import Refutable
 from memtui.tui.base import Pane, offers
 from memtui.tui.format import hidden_words, plural, scope_label
 from memtui.tui.messages import TiersCounted
@@ -104,7 +105,7 @@ class BrowsePane(Pane):
     def on_mount(self) -> None:
         source = self.source
         self.tree.name_the_scope(forget_noun(source))
-        self.tree.show_keys = source.kind != "memtui" and len(source.facet_keys) > 1
+        self.tree.show_keys = not isinstance(source, Refutable) and len(source.facet_keys) > 1
         # Each value then carries its key: the tree takes more of the width.
         self.tree.set_class(self.tree.show_keys, "-keys")
         self.reload()
@@ -301,7 +302,7 @@ class BrowsePane(Pane):
     def _show_detail(self) -> None:
         record = self.table.current
         revealed = self.revealed.get(record.id) if record is not None else None
-        lift = LIFTED if self.source.kind == "memtui" else ()
+        lift = LIFTED if isinstance(self.source, Refutable) else ()
         self.query_one(RecordDetail).show(record, self.now(), revealed, lift=lift)
 
     def show_revealed(self, record_id: str, field: str, value: Any) -> None:

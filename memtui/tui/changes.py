@@ -8,8 +8,6 @@ database. ``ChangeFlow`` is the app's layer over ``AppBase`` (the source and the
 
 from __future__ import annotations
 
-import sqlite3
-import time
 from typing import Any
 
 from rich.text import Text
@@ -17,13 +15,11 @@ from textual import work
 from textual.widgets import Static
 
 from memtui.core.secrets import secret_paths
-from memtui.core.store import MemoryStoreError
 from memtui.render import escape_controls
-from memtui.sources.base import ForgetOutcome, MemorySource, SourceRecord
+from memtui.sources.base import ForgetOutcome, SourceRecord
+from memtui.sources.changes import Change, NotSaved, Saved, save_change, scope_plan
 from memtui.tui.app_base import AppBase
 from memtui.tui.format import plural, record_label, scope_label
-
-MAX_RETRY_DELAY = 4.0
 
 VERBS = {"forget": "forget", "refute": "refute", "forget-scope": "forget", "reveal": "reveal"}
 KEYS = {"forget": "f", "refute": "r", "forget-scope": "F", "reveal": "v"}
@@ -238,8 +234,7 @@ class ChangeFlow(AppBase):
         if moved is not None:
             self.call_from_thread(self._refuse_moved, moved)
             return
-        radius = self.source.blast_radius(scope=(key, value))
-        rule = self.source.forget_scope_rule(key)
+        radius, rule = scope_plan(self.source, (key, value))
         self.call_from_thread(self._show_forget_scope, (key, value), radius, rule)
 
     def _show_forget_scope(
@@ -337,91 +332,31 @@ class ChangeFlow(AppBase):
     # Not exclusive: a change that started is never "cancelled" (a thread cannot be stopped).
     @work(thread=True, group="mutation", exit_on_error=False, name="Saving")
     def _mutate(self, kind: str, target: Any, reason: str) -> None:
-        """Apply one change, waiting its turn while another process holds the database.
-
-        Each try waits the store's busy timeout inside SQLite; a try that still finds the
-        database busy is retried ``busy_retries`` times with a growing pause, each shown
-        in the header ("database busy — retrying (k/N)"), then given up with a notice
-        that keeps the operator's reason. A retry first checks whether the last try got
-        through after all (a forget whose follow-up audit write met the busy database).
-        """
-        total = self.busy_retries
-        for attempt in range(total + 1):
-            moved = self.source.path_changed()
-            if moved is not None:  # the change would go to a file no longer at the path
-                self.call_from_thread(self._refuse_moved, moved)
-                return
-            try:
-                if attempt and self._already_done(kind, target):
-                    outcome = self._done_outcome(kind, target)
-                else:
-                    outcome = self._apply(kind, target, reason)
-            except (MemoryStoreError, sqlite3.OperationalError) as exc:
-                if not is_busy_text(str(exc)):
-                    raise
-                if attempt == total:
-                    self.call_from_thread(self._gave_up, kind, target, reason, total + 1)
-                    return
-                delay = min(self.retry_delay * 2**attempt, MAX_RETRY_DELAY)
-                self.call_from_thread(self._busy, attempt + 1, total, delay)
-                time.sleep(delay)
-                continue
-            # Our own change is not the agent's: the next poll must not call it "live".
-            self.call_from_thread(self._own_change_seen)
-            self.call_from_thread(self._mutated, kind, target, *outcome)
+        """Apply one change through the shared pipeline (``memtui.sources.changes.save_change``),
+        each busy retry shown in the header ("database busy — retrying (k/N)"); a change
+        given up leaves a notice that keeps the operator's reason."""
+        result = save_change(
+            self.source,
+            Change(kind, target, reason, self.operator),
+            retries=self.busy_retries,
+            delay=self.retry_delay,
+            on_busy=lambda attempt, total, delay: self.call_from_thread(
+                self._busy, attempt, total, delay
+            ),
+        )
+        if isinstance(result, NotSaved):
+            if result.moved is not None:  # the change would go to a file no longer at the path
+                self.call_from_thread(self._refuse_moved, result.moved)
+            else:
+                self.call_from_thread(self._gave_up, kind, target, reason, result.tries)
             return
+        # Our own change is not the agent's: the next poll must not call it "live".
+        self.call_from_thread(self._own_change_seen)
+        self.call_from_thread(self._mutated, kind, target, *_shown(result))
 
     def _own_change_seen(self) -> None:
         if not self.native:
             self.seen_version = None  # a foreign store's version: re-read on the next look
-
-    def _apply(self, kind: str, target: Any, reason: str) -> tuple[Any, ...]:
-        source = self.source
-        if kind == "refute":
-            event = source.refute(str(target), reason=reason, operator=self.operator)
-            return event, f"Refuted tactic {escape_controls(record_label(str(target)))}", 0, None
-        if kind == "forget":
-            record = source.get(str(target))
-            outcome = source.forget(str(target), reason=reason, operator=self.operator)
-            return outcome.event_id, _forget_message(record, outcome), len(outcome.removed), None
-        if kind == "forget-scope":
-            count = source.forget_scope(scope=target, reason=reason, operator=self.operator)
-            # A memtui database returns the count with how erasure went (and its own
-            # forget-scope event); another source returns a plain count.
-            event = getattr(count, "event_id", None) or _event_of(source, "forget-scope", None)
-            message = f"Forgot {plural(count, 'record')} of {scope_words(target)}"
-            if not getattr(count, "verified", True):
-                problem = getattr(count, "problem", None) or "see the audit log"
-                message += f": erasure NOT verified ({escape_controls(str(problem))})"
-            return event, message, int(count), None
-        if kind == "reveal":
-            record_id, field = target
-            value = source.reveal(record_id, field, reason=reason, operator=self.operator)
-            event = _event_of(source, "reveal", [record_id])
-            return event, "", 0, value
-        raise ValueError(f"unknown action {kind}")  # pragma: no cover - a programming error
-
-    def _already_done(self, kind: str, target: Any) -> bool:
-        source = self.source
-        if kind == "forget":
-            return source.get(str(target)) is None
-        if kind == "refute":
-            record = source.get(str(target))
-            return record is None or record.state == "refuted"
-        if kind == "forget-scope":
-            return not source.blast_radius(scope=target)
-        return False  # a reveal is one transaction: a busy try changed nothing
-
-    def _done_outcome(self, kind: str, target: Any) -> tuple[Any, ...]:
-        action = {"forget": "forget", "refute": "refute", "forget-scope": "forget-scope"}[kind]
-        ids = None if kind == "forget-scope" else [str(target)]
-        event = _event_of(self.source, action, ids)
-        what = (
-            scope_words(target)
-            if kind == "forget-scope"
-            else record_label(escape_controls(str(target)))
-        )
-        return event, f"Done ({action} {what}); see the audit log", 0, None
 
     def _gave_up(self, kind: str, target: Any, reason: str, tries: int) -> None:
         self._change_done()
@@ -460,30 +395,43 @@ class ChangeFlow(AppBase):
         self.refresh_views()
 
 
-def is_busy_text(message: str) -> bool:
-    """Whether an error says the database was busy or locked by another connection."""
-    text = message.lower()
-    return "busy" in text or "locked" in text
-
-
 def scope_words(scope: tuple[str, str]) -> str:
     """A scope as a notice names it: ``engagement acme-q4``, ``namespace users.alice``."""
     return f"{scope_label(scope[0])} {escape_controls(str(scope[1]))}"
 
 
-def _event_of(source: MemorySource, action: str, record_ids: list[str] | None) -> int | None:
-    """The id of the audit event a change just wrote (the newest of its action)."""
-    events = source.audit_events(limit=5)
-    for event in events:
-        ids = [str(i) for i in event.get("record_ids") or []]
-        if event["action"] == action and (record_ids is None or ids == record_ids):
-            return event["id"]
-    return events[0]["id"] if events else None
+def _shown(saved: Saved) -> tuple[Any, ...]:
+    """A saved change as the notice shows it: its event, message, records removed, value."""
+    kind, target, outcome = saved.change.kind, saved.change.target, saved.outcome
+    if saved.already:
+        what = (
+            scope_words(target)
+            if kind == "forget-scope"
+            else record_label(escape_controls(str(target)))
+        )
+        return saved.event_id, f"Done ({kind} {what}); see the audit log", 0, None
+    if kind == "refute":
+        return (
+            saved.event_id,
+            f"Refuted tactic {escape_controls(record_label(str(target)))}",
+            0,
+            None,
+        )
+    if kind == "forget" and outcome is not None:
+        message = _forget_message(saved.record, outcome)
+        return saved.event_id, message, len(outcome.removed), None
+    if kind == "forget-scope" and outcome is not None:
+        message = f"Forgot {plural(outcome.forgotten, 'record')} of {scope_words(target)}"
+        if not outcome.verified:
+            problem = outcome.problem or "see the audit log"
+            message += f": erasure NOT verified ({escape_controls(str(problem))})"
+        return saved.event_id, message, outcome.forgotten, None
+    return saved.event_id, "", 0, saved.value
 
 
 def _forget_message(record: SourceRecord | None, outcome: ForgetOutcome) -> str:
     if record is None:
-        what = record_label(outcome.record_id)
+        what = record_label(str(outcome.record_id))
     else:
         kind = (
             record.tier

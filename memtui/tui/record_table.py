@@ -13,6 +13,7 @@ from textual.worker import Worker, get_current_worker
 
 from memtui.core.secrets import secret_paths
 from memtui.sources.base import MAX_PAGE_SIZE, MemorySource, SourceRecord
+from memtui.sources.capabilities import Refutable
 from memtui.tui.base import ReportsWorkerErrors, offers
 from memtui.tui.format import Column, has_evidence, layout_columns, record_row, refutable
 from memtui.tui.messages import ForgetRequested, RefuteRequested, RevealRequested
@@ -150,7 +151,7 @@ class RecordTable(ReportsWorkerErrors, DataTable):
     def scope_keys(self) -> tuple[str, ...]:
         """Where a foreign source's scope column comes from (none for a memtui database)."""
         source = self.source
-        if source.kind == "memtui":
+        if isinstance(source, Refutable):
             return ()
         return tuple(source.facet_keys) or tuple(source.scope_keys)
 
