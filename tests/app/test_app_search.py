@@ -28,8 +28,8 @@ from textual.widgets import Input, Select
 from memtui.cli import main
 from memtui.core import vector_cache
 from memtui.core.arithmetic import bm25_digits, lane_places
-from memtui.core.search import engine as search_engine
 from memtui.core.search import LanePool, SearchRequest, hybrid_search, rerank
+from memtui.core.search import engine as search_engine
 from memtui.core.store import MemoryStore
 from memtui.sources import open_source
 from memtui.sources.native import NativeSource
