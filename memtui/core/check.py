@@ -21,20 +21,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from memtui.core.index import FTS_TABLE
 from memtui.core.records import MemoryRecord, lenient_text
-from memtui.core.store import (
-    _RECORD_COLUMNS,
-    _TEXT_COLUMNS,
-    FTS_TABLE,
-    GENESIS_HASH,
-    SCHEMA_VERSION,
-    SQLITE_MAGIC,
-    MemoryStore,
-    _row_to_record,
-    _uri_path,
-    audit_hash,
-    audit_value_problem,
-)
+from memtui.core.store import MemoryStore
+from memtui.core.store.audit import GENESIS_HASH, audit_hash, audit_value_problem
+from memtui.core.store.files import SQLITE_MAGIC, uri_path
+from memtui.core.store.rows import _RECORD_COLUMNS, _TEXT_COLUMNS, _row_to_record
+from memtui.core.store.schema import SCHEMA_VERSION
 
 #: integrity_check lines reported at most (the rest are counted)
 INTEGRITY_LINES = 20
@@ -260,7 +253,7 @@ def _foreign_store(path: Path) -> str | None:
 
 
 def _open_read_only(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{_uri_path(path)}?mode=ro", uri=True, isolation_level=None)
+    conn = sqlite3.connect(f"file:{uri_path(path)}?mode=ro", uri=True, isolation_level=None)
     # Text that is not UTF-8 is damage to report, not a reason to stop reading.
     conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
     try:
@@ -736,7 +729,7 @@ def _fts_integrity(path: Path) -> tuple[str, str] | None:
     alone, rank 1 also compares it with the records) or ``skipped``.
     """
     try:
-        conn = sqlite3.connect(f"file:{_uri_path(path)}?mode=rw", uri=True, isolation_level=None)
+        conn = sqlite3.connect(f"file:{uri_path(path)}?mode=rw", uri=True, isolation_level=None)
     except Exception as exc:
         return "skipped", f"skipped: cannot open the file for the check ({describe_error(exc)})"
     try:

@@ -705,11 +705,11 @@ def _publish(store: MemoryStore, built: VectorMatrix, writer: _MatrixWriter) -> 
         with _FILE_LOCK:
             # A writer holding the store's lock may be waiting for this lock (a
             # forget): never wait long for the store's lock here.
-            if store._lock.acquire(timeout=0.05):
+            if store.lock.acquire(timeout=0.05):
                 try:
                     current = identity(store)
                 finally:
-                    store._lock.release()
+                    store.lock.release()
                 if built.identity is None or current != built.identity:
                     writer.abandon()  # changed meanwhile: publish nothing
                     return

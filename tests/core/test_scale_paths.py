@@ -24,7 +24,14 @@ from memtui.core.search import (
     match_expression,
     min_max_normalize,
 )
-from memtui.core.store import SCHEMA_VERSION, MemoryStore, MemoryStoreError, unpack_vector
+from memtui.core.store import (
+    SCHEMA_VERSION,
+    MemoryStore,
+    MemoryStoreError,
+    erasure_checks,
+    unpack_vector,
+)
+from memtui.core.store import connection as store_connection
 
 WORDS = "osprey kestrel heron plover curlew dunlin gannet petrel".split()
 PROFILES = [
@@ -119,7 +126,7 @@ def test_keyword_lane_equals_the_join_it_replaced(populated, monkeypatch, parall
     if parallel:  # the two-connection path that a big store takes, started at the first step
         monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
         monkeypatch.setattr(search_module, "_STEPS_PER_MATCH", 0)
-        monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)
+        monkeypatch.setattr(store_connection, "_PROGRESS_STEPS", 1)
         side_query = MemoryStore.side_query
 
         def counted(self, *args):
@@ -341,7 +348,7 @@ def test_keyword_lane_clock_boundary_is_strict_with_the_cached_hidden_rows(tmp_p
 def test_scope_forget_verifies_the_index_word_by_word_or_one_by_one(
     tmp_path, monkeypatch, probe_each_max
 ):
-    monkeypatch.setattr(store_module, "_PROBE_EACH_MAX", probe_each_max)
+    monkeypatch.setattr(erasure_checks, "_PROBE_EACH_MAX", probe_each_max)
     with MemoryStore(tmp_path / "w.db", clock=fixed_clock) as store:
         for i in range(60):
             store.add_record(
@@ -441,7 +448,7 @@ def test_the_side_listing_starts_only_for_a_ranking_with_more_matches_than_it_ke
     """The listing beside the ranking starts once the ranking has stepped past N matches."""
     calls = []
     monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
-    monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)  # count every step
+    monkeypatch.setattr(store_connection, "_PROGRESS_STEPS", 1)  # count every step
     monkeypatch.setattr(MemoryStore, "side_query", lambda self, *args: calls.append(args))
     with MemoryStore(populated, clock=fixed_clock, read_only=True) as store:
         match = match_expression(["osprey"])
