@@ -17,6 +17,7 @@ from memtui.core.check.report import (
     AuditHead,
     CheckReport,
     Finding,
+    StoreKind,
     describe_error,
     parse_audit_head,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "AuditHead",
     "CheckReport",
     "Finding",
+    "StoreKind",
     "check_database",
     "describe_error",
     "head_problem",

@@ -14,6 +14,7 @@ from memtui.core.check.report import (
     AuditHead,
     Checker,
     CheckReport,
+    StoreKind,
     describe_error,
     parse_audit_head,
 )
@@ -28,13 +29,20 @@ from memtui.core.store.files import SQLITE_MAGIC, uri_path
 from memtui.core.store.schema import SCHEMA_VERSION
 
 
-def check_database(path: str | Path, *, audit_head: AuditHead | str | None = None) -> CheckReport:
+def check_database(
+    path: str | Path,
+    *,
+    audit_head: AuditHead | str | None = None,
+    store_kind: StoreKind | None = None,
+) -> CheckReport:
     """Run every check on the database at ``path`` and report what each found.
 
     ``audit_head`` is a chain head recorded earlier (``memtui audit head``): the
     check then also reports a log that no longer reaches it, which is how a
     rewritten log (events deleted and the sequence fixed, or a whole new file)
-    shows. Never raises for what is in the file.
+    shows. ``store_kind`` names the kind of store a file is (the sources' recognizer,
+    which the core does not import): another program's store that memtui reads is
+    then named as such instead of by its tables. Never raises for what is in the file.
 
     Run it in a process that does not hold the same database open (the CLI's
     ``memtui check``, or a child process as the app does): it reads the file's
@@ -44,7 +52,7 @@ def check_database(path: str | Path, *, audit_head: AuditHead | str | None = Non
     path = Path(path)
     if isinstance(audit_head, str):
         audit_head = parse_audit_head(audit_head)
-    checker = Checker(path)
+    checker = Checker(path, store_kind)
     problem = checker.problem
 
     if not path.is_file():

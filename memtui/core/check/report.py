@@ -81,9 +81,15 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+#: What kind of store the file at a path is (a kind ``memtui.sources`` recognizes, such
+#: as ``langgraph``); it raises for a file no source recognizes.
+StoreKind = Callable[[Path], str]
+
+
 class Checker:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, store_kind: StoreKind | None = None) -> None:
         self.path = path
+        self.store_kind = store_kind
         self.report = CheckReport(str(path), [], [])
         self.errors: dict[str, str] = {}  # each read error, and the check that met it first
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memtui.core.check.audit import APPEND_ONLY
-from memtui.core.check.report import Checker, describe_error
+from memtui.core.check.report import Checker, StoreKind, describe_error
 from memtui.core.index import FTS_TABLE
 from memtui.core.store import MemoryStore
 from memtui.core.store.files import uri_path
@@ -59,7 +59,7 @@ def check_schema(query: Query, checker: Checker, state: dict[str, object]) -> No
     if version == SCHEMA_VERSION:
         checker.passed("schema")
         return
-    foreign = _foreign_store(checker.path)
+    foreign = _foreign_store(checker.path, checker.store_kind)
     if foreign is not None:
         state["foreign"] = True
         checker.problem("schema", foreign)
@@ -88,14 +88,13 @@ def check_schema(query: Query, checker: Checker, state: dict[str, object]) -> No
         )
 
 
-def _foreign_store(path: Path) -> str | None:
-    """What a store memtui recognizes (``memtui.sources``) but did not write is, in words;
-    None for a memtui database or a file no source recognizes."""
+def _foreign_store(path: Path, store_kind: StoreKind | None) -> str | None:
+    """What a store memtui recognizes (``store_kind``) but did not write is, in words;
+    None for a memtui database, a file no source recognizes, or no ``store_kind``."""
+    if store_kind is None:
+        return None
     try:
-        # Imported on use: memtui.sources builds on the core (never on this module).
-        from memtui.sources.detect import recognize
-
-        kind = recognize(path)[0]
+        kind = store_kind(path)
     except Exception:  # not recognized (or unreadable): the schema check says the rest
         return None
     if kind == "memtui":
