@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import sys
@@ -11,13 +10,10 @@ from typing import Any
 
 import click
 
+from memtui.commands.changes import forget, forget_gaps, forget_scope, refute, reveal
 from memtui.commands.common import (
     ErrorReportingGroup,
-    confirm_or_abort,
-    db_argument,
     fixed_clock,
-    no_record,
-    open_cli_source,
     operator_option,
     qdrant_options,
     source_argument,
@@ -26,21 +22,23 @@ from memtui.commands.common import (
 from memtui.commands.lanes import lanes
 from memtui.commands.maintenance import check, compact, migrate, reindex_text
 from memtui.commands.search import reindex, search
-from memtui.commands.sources import audit, cache, forget, forget_gaps, info, records, refute
+from memtui.commands.sources import audit, cache, info, records
+from memtui.config import Config, activated, current
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import DEFAULT_EMBEDDER_NAME, resolve_embedder
-from memtui.core.secrets import secret_paths
 from memtui.core.store import MemoryStore, MemoryStoreError
 from memtui.render import escape_controls, plural
 
 
 @click.group(cls=ErrorReportingGroup, default_command="open")
 @click.version_option(package_name="memtui")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """memtui: inspect, explain and correct AI-agent memory databases.
 
     `memtui DB` opens the app on a memory database; the commands below script it.
     """
+    ctx.obj = ctx.with_resource(activated(Config.from_environment(os.environ)))
 
 
 @main.command("open", hidden=True)
@@ -150,147 +148,6 @@ class _LoadingBar:
             self.bar.__exit__(*exc)
 
 
-@main.command()
-@db_argument
-@click.argument("record_id")
-@click.argument("field")
-@click.option("--reason", required=True, help="Why: written to the audit log.")
-@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
-@operator_option
-def reveal(
-    db: Path, record_id: str, field: str, reason: str, assume_yes: bool, operator: str | None
-) -> None:
-    """Show one masked metadata FIELD of a record (e.g. session_cookie); audited."""
-    with open_cli_source(db, operator=operator) as source:
-        source.require("reveal")
-        record = source.get(record_id)
-        if record is None:
-            raise no_record(source, record_id)
-        masked = secret_paths(record.metadata or {})
-        if field not in masked:
-            raise click.ClickException(
-                f"record #{escape_controls(record_id)} has no masked field "
-                f"'{escape_controls(field)}'; masked fields: "
-                f"{escape_controls(', '.join(masked)) or 'none'}"
-            )
-        confirm_or_abort(
-            f"Reveal {escape_controls(field)} of record #{escape_controls(record_id)}? "
-            "It is printed in clear and the reveal is audited",
-            assume_yes,
-        )
-        source.require_same_path()  # the file may have been replaced while we asked
-        value = source.reveal(record_id, field, reason=reason, operator=operator)
-        event = source.audit_head()
-    shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    click.echo(escape_controls(shown))
-    number = event["id"] if event else "?"
-    click.echo(
-        f"(revealed {escape_controls(field)} of record #{escape_controls(record_id)}; "
-        f"audit event #{number})",
-        err=True,
-    )
-
-
-@main.command("forget-scope")
-@source_argument
-@click.option("--engagement", default=None, help="The engagement whose records go (memtui).")
-@click.option(
-    "--scope",
-    "scope_text",
-    default=None,
-    metavar="KEY=VALUE",
-    help="The scope whose records go: a mem0 user_id=, agent_id= or run_id=, a LangGraph "
-    "namespace= (and what nests under it), a Letta archive=, tag= or agent= (the archives it is "
-    "attached to), a Cyber-AutoAgent "
-    "target=, operation= or category=, a plain Qdrant collection's payload KEY=VALUE.",
-)
-@click.option("--reason", required=True, help="Why: written to the audit log.")
-@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
-@source_options(writes=True)
-@qdrant_options
-@operator_option
-def forget_scope(
-    db: Path | None,
-    engagement: str | None,
-    scope_text: str | None,
-    reason: str,
-    assume_yes: bool,
-    now: str | None,
-    allow_writes: bool,
-    audit_db: Path | None,
-    qdrant: dict[str, Any],
-    operator: str | None,
-) -> None:
-    """Erase every record of one scope: a memtui engagement (tactics are not
-    engagement-scoped and stay), or a foreign store's scope with --scope KEY=VALUE
-    (needs --allow-writes). Shows the blast radius and asks first."""
-    key, value = _scope_option(engagement, scope_text)
-    if db is None and not qdrant.get("qdrant_url"):
-        raise click.UsageError("give a store PATH (or --qdrant-url URL for a Qdrant server)")
-    with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
-    ) as source:
-        source.require("forget_scope", "forget-scope")
-        radius = source.blast_radius(scope=(key, value))
-        total = sum(n for types in radius.values() for n in types.values())
-        what = f"{escape_controls(key)} '{escape_controls(value)}'"
-        if not total:
-            raise click.ClickException(f"{what} has no records to forget")
-        parts = [
-            f"{tier}/{rtype} {n}" for tier, types in radius.items() for rtype, n in types.items()
-        ]
-        click.echo(f"{what}: {plural(total, 'record')} ({escape_controls(', '.join(parts))})")
-        if source.kind != "memtui":
-            click.echo(escape_controls(source.forget_scope_rule(key)))
-        every = "all " if total > 1 else ""
-        confirm_or_abort(
-            f"Forget {every}{plural(total, 'record')}? This cannot be undone", assume_yes
-        )
-        source.require_same_path()  # the file may have been replaced while we asked
-        count = source.forget_scope(scope=(key, value), reason=reason, operator=operator)
-        # A memtui database returns a ScopeForgetResult: the count, how erasure went and
-        # its audit events. Any other result names no event: find the forget-scope one.
-        event_id = getattr(count, "event_id", None)
-        if event_id is None:
-            found = [e for e in source.audit_events(limit=10) if e["action"] == "forget-scope"]
-            event_id = found[0]["id"] if found else "?"
-    if getattr(count, "verified", None) is None:
-        verified, problem = False, "this store does not report it"
-    else:
-        verified, problem = count.verified, count.problem or "see the audit log"
-    incomplete = getattr(count, "incomplete_event_id", None)
-    intent = getattr(count, "intent_event_id", None)
-    status = (
-        "erasure verified" if verified else f"erasure NOT verified ({escape_controls(problem)})"
-    )
-    events = f"audit event #{event_id}"
-    if incomplete is not None:
-        events = f"audit events #{event_id} forget-scope, #{incomplete} erasure-incomplete"
-    elif intent is not None:
-        events = f"audit events #{intent} intent, #{event_id} outcome"
-    click.echo(f"forgot {plural(int(count), 'record')} of {what}: {status} ({events})")
-    if not verified:
-        sys.exit(3)
-
-
-def _scope_option(engagement: str | None, scope_text: str | None) -> tuple[str, str]:
-    """The scope to forget: ``--engagement E`` or ``--scope KEY=VALUE`` (exactly one)."""
-    if engagement is not None and scope_text is not None:
-        raise click.UsageError("give --engagement E or --scope KEY=VALUE, not both")
-    if engagement is not None:
-        return "engagement", engagement
-    if scope_text is None:
-        raise click.UsageError(
-            "name the scope to forget: --scope KEY=VALUE (--engagement E for a memtui database)"
-        )
-    key, sep, value = scope_text.partition("=")
-    if not sep or not key.strip():
-        raise click.BadParameter(
-            f"takes KEY=VALUE, got {escape_controls(repr(scope_text))}", param_hint="--scope"
-        )
-    return key.strip(), value
-
-
 def sample_corpus_path() -> Path:
     path = Path(__file__).resolve().parent.parent / "sample_corpus" / "memory-corpus.json"
     if not path.exists():
@@ -302,8 +159,7 @@ def sample_corpus_path() -> Path:
 
 
 def demo_db_path() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    folder = Path(base) / "memtui"
+    folder = current().data_dir
     folder.mkdir(parents=True, exist_ok=True)
     return folder / "demo.db"
 
@@ -448,6 +304,8 @@ def demo(db: Path | None, summary: bool, reset: bool, out: Path | None) -> None:
 
 
 main.add_command(lanes)
+main.add_command(reveal)
+main.add_command(forget_scope)
 
 main.add_command(records)
 main.add_command(forget)

@@ -15,6 +15,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from memtui.config import ConfigError, current
 from memtui.core.corpus import CorpusError
 from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.records import MemoryRecord, parse_timestamp
@@ -28,7 +29,7 @@ from memtui.core.store import (
 from memtui.render import escape_controls, escape_json_controls
 from memtui.sources import MemorySource, open_source
 
-EXPECTED_ERRORS = (MemoryStoreError, CorpusError, EmbedderError)
+EXPECTED_ERRORS = (MemoryStoreError, CorpusError, EmbedderError, ConfigError)
 
 
 class DefaultCommandGroup(click.Group):
@@ -106,7 +107,7 @@ class ErrorReportingGroup(DefaultCommandGroup):
 
 def fixed_clock() -> Callable[[], datetime] | None:
     """A clock pinned by ``MEMTUI_NOW`` (ISO-8601), for reproducible runs; else None."""
-    value = os.environ.get("MEMTUI_NOW")
+    value = current().now
     if not value:
         return None
     try:
@@ -348,6 +349,13 @@ def no_record(source: MemorySource, record_id: str) -> click.ClickException:
     text = escape_controls(source.missing_record_message(record_id))
     hint = source.id_hint(record_id)
     return click.ClickException(f"{text}; {escape_controls(hint)}" if hint else text)
+
+
+def record_label(record_id: str) -> str:
+    """``#12`` for a memtui database's whole-number id; any other store's id as it is
+    (as the app shows them)."""
+    shown = escape_controls(str(record_id))
+    return f"#{shown}" if shown.isdigit() else shown
 
 
 def confirm_or_abort(question: str, assume_yes: bool) -> None:

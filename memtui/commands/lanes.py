@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,17 +12,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from memtui.commands.common import console, db_argument, emit_json, json_option, open_store
-from memtui.core.lanes import (
-    DEFAULT_MIN_DENOMINATOR,
-    DEFAULT_MIN_SIMILARITY,
-    host_history,
-    learned_tactics,
-    negative_evidence,
-    profile_priors,
-    similar_profiles,
-)
+from memtui.commands.common import console, db_argument, emit_json, json_option, open_cli_source
+from memtui.core.lanes import DEFAULT_MIN_DENOMINATOR, DEFAULT_MIN_SIMILARITY
 from memtui.render import one_line, safe_text
+from memtui.sources.capabilities import able
 
 NO_DATA = "no data"
 HYPOTHESIS_MARK = "HYPOTHESIS — re-verify"
@@ -277,39 +271,64 @@ def lanes(
     """
     if current_run is not None and engagement is None:
         raise click.UsageError("--current-run needs --engagement (it filters the host history)")
-    with open_store(db, read_only=True) as store:
-        known_profiles = store.profiles()
-        known_engagements = store.engagements()
-        pooled = similar_profiles(store, profile, min_similarity=min_similarity)
-        priors = profile_priors(store, profile, min_similarity=min_similarity)
-        tactics = learned_tactics(store, profile, per_tool_cap=per_tool_cap)
-        negative = negative_evidence(
-            store, profile, min_denominator=min_denominator, min_similarity=min_similarity
+    with open_cli_source(db, read_only=True) as source:
+        report = able(source, "lanes").lane_report(
+            profile,
+            engagement,
+            current_run=current_run,
+            min_denominator=min_denominator,
+            min_similarity=min_similarity,
+            per_tool_cap=per_tool_cap,
         )
-        history = host_history(store, engagement, current_run) if engagement is not None else []
-    profile_known = profile in known_profiles
+    asked = _Asked(profile, engagement, current_run, min_denominator, min_similarity, per_tool_cap)
     if as_json:
-        data: dict[str, Any] = {
-            "profile": profile,
-            "known_profile": profile_known,
-            "min_similarity": min_similarity,
-            "min_denominator": min_denominator,
-            "pooled_profiles": pooled,
-            "engagement": engagement,
-            "current_run": current_run,
-            "priors": _jsonable_priors(priors),
-            "learned_tactics": tactics,
-            "negative_evidence": negative,
-            "host_history": history,
-        }
-        if not profile_known:
-            data["known_profiles"] = known_profiles
-        emit_json(data)
+        emit_json(_lanes_json(asked, report))
         return
-
     out = console()
-    shown_profile = safe_text(profile)
+    _print_profile_lanes(out, asked, report)
+    _print_history(out, asked, report)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What ``memtui lanes`` was asked for."""
+
+    profile: str
+    engagement: str | None
+    current_run: str | None
+    min_denominator: int
+    min_similarity: float
+    per_tool_cap: int
+
+
+def _lanes_json(asked: _Asked, report: dict[str, Any]) -> dict[str, Any]:
+    known_profiles = report["known_profiles"]
+    profile_known = asked.profile in known_profiles
+    data: dict[str, Any] = {
+        "profile": asked.profile,
+        "known_profile": profile_known,
+        "min_similarity": asked.min_similarity,
+        "min_denominator": asked.min_denominator,
+        "pooled_profiles": report["pooled"],
+        "engagement": asked.engagement,
+        "current_run": asked.current_run,
+        "priors": _jsonable_priors(report["priors"]),
+        "learned_tactics": report["tactics"],
+        "negative_evidence": report["negative"],
+        "host_history": report["history"],
+    }
     if not profile_known:
+        data["known_profiles"] = known_profiles
+    return data
+
+
+def _print_profile_lanes(out: Console, asked: _Asked, report: dict[str, Any]) -> None:
+    """The priors (and what they pooled), the learned tactics and the negative evidence."""
+    profile, min_similarity = asked.profile, asked.min_similarity
+    known_profiles, pooled = report["known_profiles"], report["pooled"]
+    priors, tactics, negative = report["priors"], report["tactics"], report["negative"]
+    shown_profile = safe_text(profile)
+    if profile not in known_profiles:
         note = Text("note: no record has exactly the profile ")
         note.append(shown_profile)
         note.append(
@@ -341,13 +360,18 @@ def lanes(
     _note(out, pooled_note)
     _note(out, "priors order work; they are not plan entries. Ranked by Wilson lower bound.")
     out.print()
+    _print_tactics(out, asked, tactics)
+    _print_negative(out, asked, negative)
 
+
+def _print_tactics(out: Console, asked: _Asked, tactics: list[dict[str, Any]]) -> None:
+    shown_profile = safe_text(asked.profile)
     if tactics:
         out.print(
             _title(
                 "learned tactics for exactly ",
                 shown_profile,
-                f" (proven first, at most {per_tool_cap} per tool)",
+                f" (proven first, at most {asked.per_tool_cap} per tool)",
             )
         )
         out.print(_tactics_table(out, tactics))
@@ -357,7 +381,11 @@ def lanes(
         _note(out, _title("learned tactics: none recorded for exactly ", shown_profile))
     out.print()
 
-    negative_title = f"negative evidence (zero hits over at least {min_denominator} pooled tries)"
+
+def _print_negative(out: Console, asked: _Asked, negative: list[dict[str, Any]]) -> None:
+    negative_title = (
+        f"negative evidence (zero hits over at least {asked.min_denominator} pooled tries)"
+    )
     if negative:
         out.print(_title(negative_title))
         out.print(_negative_table(out, negative))
@@ -366,9 +394,14 @@ def lanes(
         _note(out, f"{negative_title}: none")
     out.print()
 
+
+def _print_history(out: Console, asked: _Asked, report: dict[str, Any]) -> None:
+    """The engagement's earlier findings (without the current run's), or how to ask."""
+    engagement, current_run = asked.engagement, asked.current_run
     if engagement is None:
         _note(out, "host history: not shown; pass --engagement E to list its earlier findings.")
         return
+    known_engagements, history = report["known_engagements"], report["history"]
     shown_engagement = safe_text(engagement)
     if engagement not in known_engagements:
         note = Text("note: no record belongs to engagement ")

@@ -153,7 +153,7 @@ def search(
     with open_cli_source(db, read_only=True, now=now, **qdrant) as source:
         source.check_filters(filters)
         progress = None
-        if source.kind != "memtui" and not source.index_status()["ready"]:
+        if not source.index_status()["ready"]:  # a foreign store's index, built on first use
             progress = _StderrProgress(f"indexing {escape_controls(source.label)} for search")
         vector_progress = _StderrProgress(
             "building the vector cache (once after vectors change)", after=QUIET_BUILD_SECONDS

@@ -1,4 +1,5 @@
-"""Commands that work on any memory source: records, forget, refute, audit, cache.
+"""Commands that read any memory source: records, info, audit, cache (the changes are
+in ``memtui.commands.changes``).
 
 Each opens its PATH with ``open_source`` (recognized by its tables, never by
 its name): a memtui database writable by default, any other store read-only
@@ -8,7 +9,6 @@ unless ``--allow-writes``.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +19,13 @@ from rich.text import Text
 
 from memtui.commands.common import (
     DefaultCommandGroup,
-    confirm_or_abort,
     console,
-    db_argument,
     emit_json,
     filter_options,
     json_option,
-    no_record,
     open_cli_source,
-    operator_option,
     qdrant_options,
+    record_label,
     scope_filters,
     short_time,
     source_argument,
@@ -40,6 +37,7 @@ from memtui.render import escape_controls, one_line, plural, safe_text
 from memtui.sources import KINDS, MemorySource, SourceRecord
 from memtui.sources.base import MAX_PAGE_SIZE
 from memtui.sources.cache import cache_root, clear_caches, list_caches
+from memtui.sources.capabilities import Refutable
 
 
 def _scope_text(record: SourceRecord) -> str:
@@ -68,7 +66,7 @@ def _state_cell(record: SourceRecord) -> Text:
 
 def _record_fields(source: MemorySource, record: SourceRecord) -> list[str | Text]:
     """The fields of one record for the narrow listing, empty ones left out."""
-    if source.kind == "memtui":
+    if isinstance(source, Refutable):  # a memtui database: tactics with their evidence
         meta = record.metadata
         evidence = " ".join(
             part
@@ -104,7 +102,7 @@ def _print_record_lines(source: MemorySource, found: list[SourceRecord], width: 
     indent = 4
     for record in found:
         style = "dim" if record.state != "live" else None
-        head = safe_text(_record_label(record.id), limit=60, style="bold")
+        head = safe_text(record_label(record.id), limit=60, style="bold")
         for field in _record_fields(source, record):
             head.append(" · ", style="dim")
             head.append_text(field if isinstance(field, Text) else one_line(field, 60))
@@ -113,7 +111,7 @@ def _print_record_lines(source: MemorySource, found: list[SourceRecord], width: 
         body = one_line(record.content, 2 * (width - indent) - 1)
         body.stylize(style or "")
         out.print(Padding(body, (0, 0, 0, indent)))
-    if source.kind != "memtui":
+    if not isinstance(source, Refutable):
         out.print(safe_text(source.expiry_rule, style="dim"))
 
 
@@ -126,7 +124,7 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
         title=safe_text(f"{plural(len(found), 'record')} · {source.label}", style="table.title"),
         title_justify="left",
     )
-    native = source.kind == "memtui"
+    native = isinstance(source, Refutable)  # a memtui database: tactics with their evidence
     if native:
         columns = ("id", "tier", "type", "tool", "grade", "s/a", "created", "state")
     else:
@@ -142,7 +140,7 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
                 if "total_attempts" in meta
                 else ""
             )
-            cells = [
+            cells: list[str | Text] = [
                 one_line(record.id, 20),
                 record.tier,
                 one_line(record.record_type, 20),
@@ -242,110 +240,6 @@ def _check_tier(source: MemorySource, tier: Any) -> None:
             f"{escape_controls(source.label)} has tiers: "
             f"{', '.join(escape_controls(str(t)) for t in known) or 'none'}"
         )
-
-
-@click.command()
-@click.argument("args", nargs=-1, required=True, metavar="[DB] RECORD_ID")
-@click.option("--reason", required=True, help="Why: written to the audit log.")
-@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
-@source_options(writes=True)
-@qdrant_options
-@operator_option
-def forget(
-    args: tuple[str, ...],
-    reason: str,
-    assume_yes: bool,
-    now: str | None,
-    allow_writes: bool,
-    audit_db: Path | None,
-    qdrant: dict[str, Any],
-    operator: str | None,
-) -> None:
-    """Erase one record for good, by the store's own forget rule (audited, verified).
-
-    `forget DB RECORD_ID`, or `forget RECORD_ID --qdrant-url URL` for a Qdrant server.
-    """
-    db, record_id = _store_and_id(args, qdrant)
-    with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
-    ) as source:
-        record = source.get(record_id)
-        if record is None:
-            raise no_record(source, record_id)
-        source.require("forget")
-        preview = source.forget_preview(record_id)
-        content = escape_controls(record.content[:60])
-        others = [i for i in preview.get("records", []) if i != record.id]
-        also = f" and {len(others)} more version(s)" if others else ""
-        confirm_or_abort(
-            f"Forget {escape_controls(_record_kind(record))} {_record_label(record.id)} "
-            f"('{content}'){also}? "
-            f"Rule: {escape_controls(str(preview.get('rule', '')).rstrip(' .'))}. "
-            "This cannot be undone",
-            assume_yes,
-        )
-        source.require_same_path()  # the file may have been replaced while we asked
-        outcome = source.forget(record_id, reason=reason, operator=operator)
-    status = _erasure_status(outcome.verified, outcome.problem)
-    events = f"audit event #{outcome.event_id}"
-    if outcome.intent_event_id is not None:
-        events = f"audit events #{outcome.intent_event_id} intent, #{outcome.event_id} outcome"
-    removed = [i for i in outcome.removed if i != outcome.record_id]
-    extra = f" and {', '.join(escape_controls(i) for i in removed)}" if removed else ""
-    click.echo(f"forgot record {_record_label(outcome.record_id)}{extra}: {status} ({events})")
-    if not outcome.verified:
-        sys.exit(3)
-
-
-def _record_kind(record: SourceRecord) -> str:
-    """``tier type``, or one word when a store names both the same (``preference``)."""
-    if record.tier == record.record_type:
-        return record.tier
-    return f"{record.tier} {record.record_type}"
-
-
-def _record_label(record_id: str) -> str:
-    """``#12`` for a memtui database's whole-number id; any other store's id as it is
-    (as the app shows them)."""
-    shown = escape_controls(str(record_id))
-    return f"#{shown}" if shown.isdigit() else shown
-
-
-_NOT_VERIFIED = "erasure not verified: "
-
-
-def _erasure_status(verified: bool, problem: str | None) -> str:
-    if verified:
-        return "erasure verified"
-    detail = problem or "see the audit log"
-    if detail.startswith(_NOT_VERIFIED):  # the problem says it already: say it once
-        detail = detail[len(_NOT_VERIFIED) :]
-    return f"erasure NOT verified ({escape_controls(detail)})"
-
-
-def _store_and_id(args: tuple[str, ...], qdrant: dict[str, Any]) -> tuple[Path | None, str]:
-    """``DB RECORD_ID``, or only ``RECORD_ID`` when --qdrant-url names the store."""
-    if len(args) == 2:
-        return Path(args[0]), args[1]
-    if len(args) == 1 and qdrant.get("qdrant_url"):
-        return None, args[0]
-    if len(args) == 1:
-        raise click.UsageError("give the store and the record: DB RECORD_ID")
-    raise click.UsageError("too many arguments: DB RECORD_ID")
-
-
-@click.command()
-@db_argument
-@click.argument("record_id")
-@click.option("--reason", required=True, help="Why: written to the audit log.")
-@operator_option
-def refute(db: Path, record_id: str, reason: str, operator: str | None) -> None:
-    """Mark a tactic refuted: it stays on file but leaves reads and search."""
-    with open_cli_source(db, operator=operator) as source:
-        source.require("refute")
-        source.require_same_path()
-        event = source.refute(record_id, reason=reason, operator=operator)
-    click.echo(f"refuted tactic #{escape_controls(record_id)} (audit event #{event})")
 
 
 @click.group(cls=DefaultCommandGroup, default_command="list", invoke_without_command=False)
@@ -587,6 +481,11 @@ def info(
     if as_json:
         emit_json(data)
         return
+    _print_info(data)
+
+
+def _print_info(data: dict[str, Any]) -> None:
+    """``info`` for a person: what the store is and can do, its counts, tiers, collections."""
     out = console()
     out.print(safe_text(f"{data['label']}: {data['path']}", style="bold"))
     out.print(Text("can: " + ", ".join(data["capabilities"])))
@@ -626,61 +525,3 @@ def info(
                 item["label"],
             )
         out.print(listing)
-
-
-@click.command("forget-gaps")
-@source_argument
-@click.option("--reason", required=True, help="Why: written to the audit log.")
-@click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
-@source_options(writes=True)
-@qdrant_options
-@operator_option
-def forget_gaps(
-    db: Path | None,
-    reason: str,
-    assume_yes: bool,
-    now: str | None,
-    allow_writes: bool,
-    audit_db: Path | None,
-    qdrant: dict[str, Any],
-    operator: str | None,
-) -> None:
-    """Clear what a store's own deletes left behind (mem0: deleted memories' history;
-    LangGraph: orphaned vectors of deleted items; Letta: soft-deleted passages).
-
-    mem0's delete removes the point but keeps the memory's text in history.db
-    (the DELETE row's old_memory, the ADD and UPDATE rows). This clears that
-    text in every such row (the events stay), with secure_delete on, purges the
-    freed pages of history.db and storage.sqlite (VACUUM), checks the bytes,
-    and writes an intent and an outcome audit event. Needs --allow-writes.
-
-    LangGraph's delete leaves the item's rows in store_vectors (its cascade
-    never fires). This deletes those orphaned vectors in one transaction, with
-    secure_delete on, purges the freed pages (VACUUM), checks the bytes, and
-    writes an intent and an outcome audit event. Needs --allow-writes.
-    """
-    with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
-    ) as source:
-        clear = getattr(source, "forget_gaps", None)
-        if clear is None:
-            raise click.ClickException(
-                "forget-gaps clears what mem0's, LangGraph's and Letta's own deletes leave "
-                "behind; "
-                f"{source.kind_label} has no such gap for memtui to clear"
-            )
-        source.require("forget", "forget-gaps")
-        preview = source.forget_gaps_preview()  # type: ignore[attr-defined]
-        if not preview["records"]:
-            click.echo(preview["nothing"])
-            return
-        confirm_or_abort(preview["question"], assume_yes)
-        source.require_same_path()  # the file may have been replaced while we asked
-        outcome = clear(reason=reason, operator=operator)
-    status = _erasure_status(outcome.verified, outcome.problem)
-    click.echo(
-        f"{outcome.done}: {status} "
-        f"(audit events #{outcome.intent_event_id} intent, #{outcome.event_id} outcome)"
-    )
-    if not outcome.verified:
-        sys.exit(3)

@@ -1,4 +1,4 @@
-"""Structured retrieval lanes: plain SQL, no embeddings (design.md section 5).
+"""Structured retrieval lanes: plain SQL, no embeddings (docs/design.md section 5).
 
 Four lanes a planner can audit, each row a plain dict that carries the record
 ids it was computed from (provenance):

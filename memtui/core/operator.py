@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import getpass
-import os
+
+from memtui.config import current
 
 
 def resolve_operator(explicit: str | None = None) -> str:
     """The operator: the explicit name, else ``MEMTUI_OPERATOR``, else the OS user."""
-    for candidate in (explicit, os.environ.get("MEMTUI_OPERATOR")):
+    for candidate in (explicit, current().operator):
         if candidate and candidate.strip():
             return candidate.strip()
     try:

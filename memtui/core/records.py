@@ -1,7 +1,7 @@
 """The record vocabulary shared by the store, search, lanes and the app.
 
 Four tiers share one storage shape so that provenance, scope and retention are
-uniform (design.md section 2).
+uniform (docs/design.md section 2).
 """
 
 from __future__ import annotations

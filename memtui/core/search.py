@@ -1,4 +1,4 @@
-"""Hybrid search: sanitizer, keyword lane, vector lane, merge and trace (design.md section 4).
+"""Hybrid search: sanitizer, keyword lane, vector lane, merge and trace (docs/design.md section 4).
 
 The keyword lane ranks FTS5 matches by BM25; the vector lane ranks stored
 embeddings by cosine similarity. Each lane is min-max normalized over its own

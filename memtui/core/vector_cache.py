@@ -1,4 +1,4 @@
-"""The store's vectors as one float32 matrix, for the vector lane (design.md section 4).
+"""The store's vectors as one float32 matrix, for the vector lane (docs/design.md section 4).
 
 Decoding a million vectors from SQLite blobs takes seconds, so the matrix is
 built once and kept:
@@ -20,7 +20,7 @@ every vector write or delete, by any writer), the highest vector record id and
 the recorded embedder. A stale copy is never used; it is deleted and rebuilt,
 lazily, by the first vector search that needs it (never at start-up).
 
-Forget means gone (design.md section 3), without a rebuild. Inside the
+Forget means gone (docs/design.md section 3), without a rebuild. Inside the
 forget's transaction, ``erase`` overwrites the forgotten rows of every on-disk
 copy (one still being published included) and of the in-memory copy with
 zeros, syncs the files, and takes the sidecar down, so that nothing trusts the
@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memtui.config import current
 from memtui.core.cancel import stop_if
 
 if TYPE_CHECKING:
@@ -106,11 +107,7 @@ def cache_dir() -> Path:
     That is $MEMTUI_CACHE_DIR, else $XDG_CACHE_HOME/memtui, else ~/.cache/memtui
     (foreign-store indexes sit beside it, in ``sources``).
     """
-    explicit = os.environ.get(CACHE_DIR_ENV)
-    if explicit:
-        return Path(explicit) / "vectors"
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "memtui" / "vectors"
+    return current().vectors_cache
 
 
 def cache_stem(store: MemoryStore) -> str | None:

@@ -35,6 +35,7 @@ from memtui.core.records import parse_timestamp
 from memtui.core.search import SearchResponse, SearchResult, rerank
 from memtui.core.secrets import mask_metadata
 from memtui.core.store import MemoryStoreError
+from memtui.sources.outcome import ForgetOutcome
 
 RECORD_STATES: tuple[str, ...] = ("live", "refuted", "expired", "inactive", "deleted")
 HIDDEN_STATES: frozenset[str] = frozenset({"refuted", "expired", "inactive", "deleted"})
@@ -151,24 +152,6 @@ class DetailSection:
     columns: tuple[str, ...] = ()
     rows: list[tuple[Any, ...]] = field(default_factory=list)
     note: str | None = None
-
-
-@dataclass(frozen=True)
-class ForgetOutcome:
-    """What a forget did: the audit event that records it and the erasure checks.
-
-    ``event_id`` is the audit event of the forget (for a foreign store the
-    outcome event; ``intent_event_id`` the intent written before the change).
-    ``verified`` is True only when every check in ``checks`` held.
-    """
-
-    record_id: str
-    event_id: int
-    verified: bool
-    checks: dict[str, bool]
-    intent_event_id: int | None = None
-    removed: tuple[str, ...] = ()
-    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -600,10 +583,6 @@ class MemorySource(ABC):
     def forget(self, record_id: str, *, reason: str, operator: str | None = None) -> ForgetOutcome:
         """Erase one record by the source's own rule, audited, erasure verified."""
 
-    def refute(self, record_id: str, *, reason: str, operator: str | None = None) -> int:
-        self._require_capability("refute", "refute")
-        raise NotImplementedError
-
     def check_scope_key(self, key: str) -> None:
         """Refuse a scope key ``forget_scope`` does not erase by (one line naming those it does)."""
         if key in self.forget_scope_keys:
@@ -615,65 +594,6 @@ class MemorySource(ABC):
             f"{', '.join(self.forget_scope_keys)}, not by {key!r}: give --scope KEY=VALUE "
             "with one of those"
         )
-
-    def forget_scope_rule(self, key: str) -> str:
-        """What forgetting a whole scope of ``key`` does, in words (a dialog shows it)."""
-        return ""
-
-    def blast_radius(
-        self, *, engagement: str | None = None, scope: Scope | None = None
-    ) -> dict[str, dict[str, int]]:
-        """What ``forget_scope`` would remove: record counts per tier and type."""
-        raise SourceError(f"forget-scope is not supported by {self.kind_label} sources")
-
-    def forget_scope(
-        self,
-        *,
-        engagement: str | None = None,
-        scope: Scope | None = None,
-        reason: str,
-        operator: str | None = None,
-    ) -> int:
-        """Forget every record of one scope (``engagement=E`` is ``scope=("engagement", E)``),
-        audited, erasure verified; returns the count, which also says how erasure went."""
-        self._require_capability("forget_scope", "forget-scope")
-        raise NotImplementedError
-
-    # -- lanes (structured retrieval; sources with the ``lanes`` capability)
-
-    def _require_lanes(self) -> None:
-        if "lanes" not in self.capabilities:
-            raise SourceError(
-                f"lanes (priors, tactics, host history) need a memtui database: "
-                f"this is a {self.kind_label}"
-            )
-
-    def lane_choices(self) -> tuple[list[str], dict[str, int], list[str]]:
-        """Profiles, live tactics per profile, and engagements the lanes can be asked about."""
-        self._require_lanes()
-        raise NotImplementedError
-
-    def lanes(
-        self,
-        profile: str | None,
-        engagement: str | None,
-        *,
-        min_denominator: int,
-        history_limit: int | None = None,
-    ) -> dict[str, Any]:
-        """The four lanes: ``priors``, ``tactics``, ``negative`` (for a profile), ``history``.
-
-        ``history`` holds at most ``history_limit`` findings, the most severe;
-        ``history_total`` says how many there are.
-        """
-        self._require_lanes()
-        raise NotImplementedError
-
-    def reveal(
-        self, record_id: str, field_name: str, *, reason: str, operator: str | None = None
-    ) -> Any:
-        self._require_capability("reveal", "reveal")
-        raise NotImplementedError
 
     # -- audit
 

@@ -35,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memtui.config import current
 from memtui.core.store import MemoryStore
 from memtui.sources.base import Progress, SourceError, unknown_filter_error
 
@@ -51,11 +52,7 @@ def cache_root() -> Path:
     ``$MEMTUI_CACHE_DIR/sources``, else ``$XDG_CACHE_HOME/memtui/sources``, else
     ``~/.cache/memtui/sources`` (beside the core's vector matrix cache).
     """
-    explicit = os.environ.get("MEMTUI_CACHE_DIR")
-    if explicit:
-        return Path(explicit) / "sources"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "memtui" / "sources"
+    return current().sources_cache
 
 
 def store_identity(path: Path) -> dict[str, Any]:

@@ -24,7 +24,6 @@ from urllib.parse import quote
 
 from memtui.core.embed import Embedder
 from memtui.core.search import SearchResponse, explain_keyword, hybrid_search
-from memtui.core.store import ScopeForgetResult
 from memtui.sources.audit import INTENT, ForeignAudit, default_audit_path
 from memtui.sources.base import (
     HIDDEN_STATES,
@@ -49,6 +48,7 @@ from memtui.sources.cache import (
     file_fingerprint,
     fingerprint_text,
 )
+from memtui.sources.capabilities import ScopeForgettable
 
 Clock = Callable[[], datetime]
 BYTE_CHECK_LIMIT = 512 * 1024 * 1024
@@ -106,27 +106,6 @@ class GapsOutcome:
             checks=erasure.checks,
             problem=erasure.problem,
         )
-
-
-class ScopeOutcome(ScopeForgetResult):
-    """What a foreign store's ``forget_scope`` did: the number of records forgotten (an
-    ``int``), how erasure went, its intent and outcome audit events and the ids removed."""
-
-    intent_event_id: int
-    removed: tuple[str, ...]
-
-    @classmethod
-    def of(cls, intent: int, event: int, erasure: Erasure) -> ScopeOutcome:
-        out = cls(
-            len(erasure.removed),
-            verified=erasure.verified,
-            event_id=event,
-            problem=erasure.problem,
-            checks=erasure.checks,
-        )
-        out.intent_event_id = intent
-        out.removed = tuple(erasure.removed)
-        return out
 
 
 def radius_of(records: Iterable[SourceRecord]) -> dict[str, dict[str, int]]:
@@ -215,7 +194,7 @@ class _NamedEmbedder:
         return self.inner(texts)
 
 
-class ForeignSqliteSource(MemorySource):
+class ForeignSqliteSource(MemorySource, ScopeForgettable):
     """A memory store in a SQLite file that memtui did not write."""
 
     #: short prefix of this source's ids (``lg``, ``pref``...)
@@ -634,7 +613,7 @@ class ForeignSqliteSource(MemorySource):
         scope: Scope | None = None,
         reason: str,
         operator: str | None = None,
-    ) -> ScopeOutcome:
+    ) -> ForgetOutcome:
         """Forget every record of one scope: one intent, each record by the store's own
         rule, one purge and byte check, one outcome event naming the scope."""
         key, value = scope_of(engagement, scope)
@@ -657,7 +636,16 @@ class ForeignSqliteSource(MemorySource):
                 failure="forget-scope failed, nothing was changed",
                 operation="forget-scope",
             )
-        return ScopeOutcome.of(intent, event, done)
+        return ForgetOutcome(
+            record_id=None,
+            event_id=event,
+            verified=done.verified,
+            checks=done.checks,
+            intent_event_id=intent,
+            removed=tuple(done.removed),
+            problem=done.problem,
+            scope=(key, value),
+        )
 
     def _scope_erasure(self, records: Sequence[SourceRecord], *, scope: Scope) -> Erasure:
         ids = [r.id for r in records]

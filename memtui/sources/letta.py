@@ -32,6 +32,7 @@ from memtui.sources.base import (
     require_reason,
 )
 from memtui.sources.cache import FilterSql
+from memtui.sources.capabilities import GapClearable
 from memtui.sources.foreign import Erasure, GapsOutcome
 from memtui.sources.union_view import UnionViewSource
 
@@ -53,7 +54,7 @@ def _tags(text: Any) -> list[str]:
     return [str(t) for t in value] if isinstance(value, list) else []
 
 
-class LettaSource(UnionViewSource):
+class LettaSource(UnionViewSource, GapClearable):
     kind = "letta"
     kind_label = "Letta 0.11 SQLite"
     tiers = TIERS
@@ -469,6 +470,63 @@ class LettaSource(UnionViewSource):
             ),
         }
 
+    def _erase_soft_deleted(self, pids: list[str]) -> Erasure:
+        """Delete the planned passages still soft-deleted, with their tags, in one
+        transaction; then purge the freed pages and check the bytes."""
+        conn = self._conn
+        conn.execute("PRAGMA secure_delete = ON")
+        texts: list[str] = []
+        vectors: list[bytes] = []
+        gone: list[str] = []
+        tags = 0
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for pid in pids:
+                # Only the planned passages, and only while they are still soft-deleted.
+                row = conn.execute(
+                    "SELECT text, embedding, embedding_config FROM archival_passages "
+                    "WHERE id = ? AND coalesce(is_deleted, 0)",
+                    (pid,),
+                ).fetchone()
+                if row is None:
+                    continue
+                if row[0]:
+                    texts.append(str(row[0]))
+                config = _json(row[2])
+                dim = config.get("embedding_dim") if isinstance(config, dict) else None
+                if isinstance(row[1], bytes) and isinstance(dim, int) and dim >= 4:
+                    vectors.append(bytes(row[1][: dim * 4]))
+                if "passage_tags" in self.columns:
+                    tags += conn.execute(
+                        "DELETE FROM passage_tags WHERE passage_id = ?", (pid,)
+                    ).rowcount
+                if conn.execute("DELETE FROM archival_passages WHERE id = ?", (pid,)).rowcount:
+                    gone.append(encode_id("archival", pid))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        checks = {
+            "rows_gone": not any(
+                conn.execute("SELECT 1 FROM archival_passages WHERE id = ?", (pid,)).fetchone()
+                for pid in pids
+            )
+        }
+        if "passage_tags" in self.columns:
+            checks["tags_gone"] = not any(
+                conn.execute("SELECT 1 FROM passage_tags WHERE passage_id = ?", (pid,)).fetchone()
+                for pid in pids
+            )
+        # A text or vector another passage also holds stays: the byte check counts it.
+        probes = [t.encode("utf-8") for t in texts] + [v for v in vectors if any(v)]
+        file_checks, details = self._purge_file(probes)
+        checks.update(file_checks)
+        return Erasure(
+            checks=checks,
+            details={"passages_removed": len(gone), "tag_rows_removed": tags, **details},
+            removed=gone,
+        )
+
     def forget_gaps(self, *, reason: str, operator: str | None = None) -> GapsOutcome:
         """Hard-delete every passage Letta soft-deleted, with its tags (audited, verified)."""
         self._require_writable()
@@ -479,63 +537,6 @@ class LettaSource(UnionViewSource):
             raise SourceError("no erasure gap: no soft-deleted passage to clear")
         pids = self._soft_deleted()
 
-        def erase() -> Erasure:
-            conn = self._conn
-            conn.execute("PRAGMA secure_delete = ON")
-            texts: list[str] = []
-            vectors: list[bytes] = []
-            gone: list[str] = []
-            tags = 0
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for pid in pids:
-                    # Only the planned passages, and only while they are still soft-deleted.
-                    row = conn.execute(
-                        "SELECT text, embedding, embedding_config FROM archival_passages "
-                        "WHERE id = ? AND coalesce(is_deleted, 0)",
-                        (pid,),
-                    ).fetchone()
-                    if row is None:
-                        continue
-                    if row[0]:
-                        texts.append(str(row[0]))
-                    config = _json(row[2])
-                    dim = config.get("embedding_dim") if isinstance(config, dict) else None
-                    if isinstance(row[1], bytes) and isinstance(dim, int) and dim >= 4:
-                        vectors.append(bytes(row[1][: dim * 4]))
-                    if "passage_tags" in self.columns:
-                        tags += conn.execute(
-                            "DELETE FROM passage_tags WHERE passage_id = ?", (pid,)
-                        ).rowcount
-                    if conn.execute("DELETE FROM archival_passages WHERE id = ?", (pid,)).rowcount:
-                        gone.append(encode_id("archival", pid))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            checks = {
-                "rows_gone": not any(
-                    conn.execute("SELECT 1 FROM archival_passages WHERE id = ?", (pid,)).fetchone()
-                    for pid in pids
-                )
-            }
-            if "passage_tags" in self.columns:
-                checks["tags_gone"] = not any(
-                    conn.execute(
-                        "SELECT 1 FROM passage_tags WHERE passage_id = ?", (pid,)
-                    ).fetchone()
-                    for pid in pids
-                )
-            # A text or vector another passage also holds stays: the byte check counts it.
-            probes = [t.encode("utf-8") for t in texts] + [v for v in vectors if any(v)]
-            file_checks, details = self._purge_file(probes)
-            checks.update(file_checks)
-            return Erasure(
-                checks=checks,
-                details={"passages_removed": len(gone), "tag_rows_removed": tags, **details},
-                removed=gone,
-            )
-
         intent, event, done = self._audited_erasure(
             ids=ids,
             tier="archival",
@@ -543,7 +544,7 @@ class LettaSource(UnionViewSource):
             reason=reason,
             operator=operator,
             plan={"rule": preview["rule"], "plan": preview["counts"]},
-            erase=erase,
+            erase=lambda: self._erase_soft_deleted(pids),
             failure="forget-gaps failed, nothing was changed",
             operation="forget-gaps",
         )

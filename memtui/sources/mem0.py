@@ -27,7 +27,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -35,6 +34,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memtui.config import current
 from memtui.core.records import format_timestamp
 from memtui.sources.base import (
     DetailSection,
@@ -235,9 +235,9 @@ def history_candidates(folder: Path | None, explicit: Path | None) -> list[tuple
     if folder is not None:
         out.append((folder / HISTORY_FILE, "inside the Qdrant folder"))
         out.append((folder.parent / HISTORY_FILE, "next to the Qdrant folder"))
-    env = os.environ.get("MEM0_DIR")
+    env = current().mem0_dir
     if env:
-        out.append((Path(env) / HISTORY_FILE, "in $MEM0_DIR"))
+        out.append((env / HISTORY_FILE, "in $MEM0_DIR"))
     out.append((Path.home() / ".mem0" / HISTORY_FILE, "in ~/.mem0"))
     return out
 

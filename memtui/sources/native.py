@@ -15,6 +15,7 @@ from memtui.core.lanes import (
     learned_tactics,
     negative_evidence,
     profile_priors,
+    similar_profiles,
 )
 from memtui.core.records import TIERS, MemoryRecord
 from memtui.core.search import SearchResponse, explain_keyword, hybrid_search
@@ -36,6 +37,7 @@ from memtui.sources.base import (
     unknown_filter_error,
     wrap_results,
 )
+from memtui.sources.capabilities import HasLanes, Refutable, Revealable, ScopeForgettable
 
 NATIVE_SCOPE_KEYS: tuple[str, ...] = (
     "profile_hash",
@@ -68,7 +70,7 @@ def _native_id(record_id: str | int) -> int:
     return int(text)
 
 
-class NativeSource(MemorySource):
+class NativeSource(MemorySource, ScopeForgettable, Refutable, Revealable, HasLanes):
     """A memtui database: every feature, one transaction per audited change."""
 
     kind = "memtui"
@@ -397,14 +399,25 @@ class NativeSource(MemorySource):
         scope: Scope | None = None,
         reason: str,
         operator: str | None = None,
-    ) -> int:
-        """The store's ``ScopeForgetResult``: the count (an ``int``), whether erasure was
-        verified, and the ``forget-scope`` audit event it wrote."""
+    ) -> ForgetOutcome:
+        """The store's ``forget_scope`` (one transaction, one ``forget-scope`` event) as an
+        outcome: the count, how erasure went, and the ``erasure-incomplete`` event when the
+        WAL stayed."""
         self._require_capability("forget_scope", "forget-scope")
         key, value = scope_of(engagement, scope)
         self.check_scope_key(key)
         with _as_source_errors():
-            return self.store.forget_scope(engagement=value, reason=reason, operator=operator)
+            done = self.store.forget_scope(engagement=value, reason=reason, operator=operator)
+        return ForgetOutcome(
+            record_id=None,
+            event_id=done.event_id,
+            verified=done.verified,
+            checks=dict(done.checks),
+            problem=done.problem,
+            scope=(key, value),
+            count=int(done),
+            incomplete_event_id=done.incomplete_event_id,
+        )
 
     def forget_scope_rule(self, key: str) -> str:
         return (
@@ -443,6 +456,31 @@ class NativeSource(MemorySource):
             data["history"] = history
             data["history_total"] = len(history) if whole else host_history_count(store, engagement)
         return data
+
+    def lane_report(
+        self,
+        profile: str,
+        engagement: str | None,
+        *,
+        current_run: str | None,
+        min_denominator: int,
+        min_similarity: float,
+        per_tool_cap: int,
+    ) -> dict[str, Any]:
+        store = self.store
+        return {
+            "known_profiles": store.profiles(),
+            "known_engagements": store.engagements(),
+            "pooled": similar_profiles(store, profile, min_similarity=min_similarity),
+            "priors": profile_priors(store, profile, min_similarity=min_similarity),
+            "tactics": learned_tactics(store, profile, per_tool_cap=per_tool_cap),
+            "negative": negative_evidence(
+                store, profile, min_denominator=min_denominator, min_similarity=min_similarity
+            ),
+            "history": (
+                host_history(store, engagement, current_run) if engagement is not None else []
+            ),
+        }
 
     def refute(self, record_id: str, *, reason: str, operator: str | None = None) -> int:
         self._require_capability("refute", "refute")

@@ -330,24 +330,7 @@ class PreferenceSource(UnionViewSource):
             revision = conn.execute(
                 "SELECT revision FROM assistant_memory_revisions WHERE session = ?", (session,)
             ).fetchone()[0]
-            if self._has_events():
-                conn.execute(
-                    "INSERT INTO memory_events (kind, payload, created) VALUES (?, ?, ?)",
-                    (
-                        "preference_forgotten",
-                        json.dumps(
-                            {
-                                "session": session,
-                                "name": name,
-                                "versions_deleted": len(versions),
-                                "revision": revision,
-                                "by": "memtui",
-                            },
-                            sort_keys=True,
-                        ),
-                        self.now().timestamp(),
-                    ),
-                )
+            self._record_forgotten_event(session, name, len(versions), revision)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -395,6 +378,31 @@ class PreferenceSource(UnionViewSource):
                 ],
             },
         }
+
+    def _record_forgotten_event(
+        self, session: str, name: str, versions: int, revision: int
+    ) -> None:
+        """The store's own ``preference_forgotten`` event (when it keeps events), in the
+        forget's transaction."""
+        if not self._has_events():
+            return
+        self._conn.execute(
+            "INSERT INTO memory_events (kind, payload, created) VALUES (?, ?, ?)",
+            (
+                "preference_forgotten",
+                json.dumps(
+                    {
+                        "session": session,
+                        "name": name,
+                        "versions_deleted": versions,
+                        "revision": revision,
+                        "by": "memtui",
+                    },
+                    sort_keys=True,
+                ),
+                self.now().timestamp(),
+            ),
+        )
 
     def _work_quoting(self, values: list[str]) -> list[tuple[str, str, bool]]:
         """Work rows (any session) whose prompt or result quotes one of ``values``

@@ -67,6 +67,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memtui.config import current
 from memtui.core.records import format_timestamp
 from memtui.core.secrets import is_secret_key
 from memtui.sources.base import (
@@ -1586,9 +1587,8 @@ def _server_anchor(url: str, collection: str | None, root: Path | None) -> Path:
 
 def server_audit_path(url: str, collection: str) -> Path:
     """Default audit log of a server collection: in the user's data folder."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     key = hashlib.sha256(f"{safe_url(url)}\0{collection}".encode()).hexdigest()[:16]
-    folder = Path(base) / "memtui" / "audit"
+    folder = current().data_dir / "audit"
     folder.mkdir(parents=True, exist_ok=True)
     return folder / f"qdrant-{collection[:40]}-{key}.memtui-audit.db"
 

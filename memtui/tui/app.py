@@ -13,7 +13,6 @@ import sqlite3
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -29,10 +28,13 @@ from textual.widget import Widget
 from textual.widgets import Input, Static, TabbedContent, TabPane
 from textual.worker import Worker
 
+from memtui.config import APP_POLL_INTERVAL
 from memtui.core.secrets import secret_paths
 from memtui.core.store import MemoryStoreError
 from memtui.render import escape_controls, safe_text
 from memtui.sources.base import ForgetOutcome, MemorySource, SourceRecord
+from memtui.sources.capabilities import Refutable
+from memtui.sources.changes import Change, NotSaved, Saved, is_busy, save_change, scope_plan
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.browse import BrowsePane, RecordTable
 from memtui.tui.commands import MemtuiCommands
@@ -51,13 +53,12 @@ TABS: tuple[tuple[str, str], ...] = (
     ("audit", "Audit"),
 )
 
-POLL_INTERVAL = 1.0
+POLL_INTERVAL = APP_POLL_INTERVAL
 """Seconds between two looks at ``PRAGMA data_version`` (another process committed?)."""
 BUSY_RETRIES = 5
 """A change that finds the database busy is tried again this many times, then given up."""
 RETRY_DELAY = 0.5
 """Seconds before the first retry; each later retry waits twice as long (at most 4 s)."""
-MAX_RETRY_DELAY = 4.0
 BANNER_PROBLEMS = 6
 """At most this many problems are listed in the check banner (then "… and N more")."""
 
@@ -164,8 +165,8 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
 
     @property
     def native(self) -> bool:
-        """A memtui database (``memtui check`` applies to its file)."""
-        return self.source.kind == "memtui"
+        """A memtui database: its tactics can be refuted, ``memtui check`` applies to its file."""
+        return isinstance(self.source, Refutable)
 
     def offers(self, capability: str) -> bool:
         """Whether an action's key applies here at all: the source can do it, or could
@@ -585,7 +586,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         problems = [f for f in report.get("findings", []) if f.get("severity") == "problem"]
         # A check that could not run because another process held the database is
         # not a finding about the file: say so quietly instead of raising the banner.
-        busy = [f for f in problems if _is_busy_text(str(f.get("message")))]
+        busy = [f for f in problems if is_busy(str(f.get("message")))]
         problems = [f for f in problems if f not in busy]
         if busy:
             self.notify(
@@ -899,8 +900,7 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
         if moved is not None:
             self.call_from_thread(self._refuse_moved, moved)
             return
-        radius = self.source.blast_radius(scope=(key, value))
-        rule = self.source.forget_scope_rule(key)
+        radius, rule = scope_plan(self.source, (key, value))
         self.call_from_thread(self._show_forget_scope, (key, value), radius, rule)
 
     def _show_forget_scope(
@@ -987,91 +987,31 @@ class MemtuiApp(ReportsWorkerErrors, App[None]):
     # Not exclusive: a change that started is never "cancelled" (a thread cannot be stopped).
     @work(thread=True, group="mutation", exit_on_error=False, name="Saving")
     def _mutate(self, kind: str, target: Any, reason: str) -> None:
-        """Apply one change, waiting its turn while another process holds the database.
-
-        Each try waits the store's busy timeout inside SQLite; a try that still finds the
-        database busy is retried ``busy_retries`` times with a growing pause, each shown
-        in the header ("database busy — retrying (k/N)"), then given up with a notice
-        that keeps the operator's reason. A retry first checks whether the last try got
-        through after all (a forget whose follow-up audit write met the busy database).
-        """
-        total = self.busy_retries
-        for attempt in range(total + 1):
-            moved = self.source.path_changed()
-            if moved is not None:  # the change would go to a file no longer at the path
-                self.call_from_thread(self._refuse_moved, moved)
-                return
-            try:
-                if attempt and self._already_done(kind, target):
-                    outcome = self._done_outcome(kind, target)
-                else:
-                    outcome = self._apply(kind, target, reason)
-            except (MemoryStoreError, sqlite3.OperationalError) as exc:
-                if not _is_busy_text(str(exc)):
-                    raise
-                if attempt == total:
-                    self.call_from_thread(self._gave_up, kind, target, reason, total + 1)
-                    return
-                delay = min(self.retry_delay * 2**attempt, MAX_RETRY_DELAY)
-                self.call_from_thread(self._busy, attempt + 1, total, delay)
-                time.sleep(delay)
-                continue
-            # Our own change is not the agent's: the next poll must not call it "live".
-            self.call_from_thread(self._own_change_seen)
-            self.call_from_thread(self._mutated, kind, target, *outcome)
+        """Apply one change through the shared pipeline (``memtui.sources.changes.save_change``),
+        each busy retry shown in the header ("database busy — retrying (k/N)"); a change
+        given up leaves a notice that keeps the operator's reason."""
+        result = save_change(
+            self.source,
+            Change(kind, target, reason, self.operator),
+            retries=self.busy_retries,
+            delay=self.retry_delay,
+            on_busy=lambda attempt, total, delay: self.call_from_thread(
+                self._busy, attempt, total, delay
+            ),
+        )
+        if isinstance(result, NotSaved):
+            if result.moved is not None:  # the change would go to a file no longer at the path
+                self.call_from_thread(self._refuse_moved, result.moved)
+            else:
+                self.call_from_thread(self._gave_up, kind, target, reason, result.tries)
             return
+        # Our own change is not the agent's: the next poll must not call it "live".
+        self.call_from_thread(self._own_change_seen)
+        self.call_from_thread(self._mutated, kind, target, *_shown(result))
 
     def _own_change_seen(self) -> None:
         if not self.native:
             self.seen_version = None  # a foreign store's version: re-read on the next look
-
-    def _apply(self, kind: str, target: Any, reason: str) -> tuple[Any, ...]:
-        source = self.source
-        if kind == "refute":
-            event = source.refute(str(target), reason=reason, operator=self.operator)
-            return event, f"Refuted tactic {escape_controls(record_label(str(target)))}", 0, None
-        if kind == "forget":
-            record = source.get(str(target))
-            outcome = source.forget(str(target), reason=reason, operator=self.operator)
-            return outcome.event_id, _forget_message(record, outcome), len(outcome.removed), None
-        if kind == "forget-scope":
-            count = source.forget_scope(scope=target, reason=reason, operator=self.operator)
-            # A memtui database returns the count with how erasure went (and its own
-            # forget-scope event); another source returns a plain count.
-            event = getattr(count, "event_id", None) or _event_of(source, "forget-scope", None)
-            message = f"Forgot {plural(count, 'record')} of {scope_words(target)}"
-            if not getattr(count, "verified", True):
-                problem = getattr(count, "problem", None) or "see the audit log"
-                message += f": erasure NOT verified ({escape_controls(str(problem))})"
-            return event, message, int(count), None
-        if kind == "reveal":
-            record_id, field = target
-            value = source.reveal(record_id, field, reason=reason, operator=self.operator)
-            event = _event_of(source, "reveal", [record_id])
-            return event, "", 0, value
-        raise ValueError(f"unknown action {kind}")  # pragma: no cover - a programming error
-
-    def _already_done(self, kind: str, target: Any) -> bool:
-        source = self.source
-        if kind == "forget":
-            return source.get(str(target)) is None
-        if kind == "refute":
-            record = source.get(str(target))
-            return record is None or record.state == "refuted"
-        if kind == "forget-scope":
-            return not source.blast_radius(scope=target)
-        return False  # a reveal is one transaction: a busy try changed nothing
-
-    def _done_outcome(self, kind: str, target: Any) -> tuple[Any, ...]:
-        action = {"forget": "forget", "refute": "refute", "forget-scope": "forget-scope"}[kind]
-        ids = None if kind == "forget-scope" else [str(target)]
-        event = _event_of(self.source, action, ids)
-        what = (
-            scope_words(target)
-            if kind == "forget-scope"
-            else record_label(escape_controls(str(target)))
-        )
-        return event, f"Done ({action} {what}); see the audit log", 0, None
 
     def _gave_up(self, kind: str, target: Any, reason: str, tries: int) -> None:
         self._change_done()
@@ -1169,17 +1109,9 @@ def run_check(
     return json.loads(out)
 
 
-def _is_busy_text(message: str) -> bool:
-    """Whether an error says the database was busy or locked by another connection."""
-    text = message.lower()
-    return "busy" in text or "locked" in text
-
-
 def _short_label(source: MemorySource) -> str:
     """The store's name for the header: the file or folder (and collection); the kind
     of store is on the banner line below."""
-    if source.kind == "memtui":
-        return source.path.name
     label = source.label
     suffix = f" ({source.kind_label})"
     return label[: -len(suffix)] if label.endswith(suffix) else label
@@ -1208,19 +1140,38 @@ def scope_words(scope: tuple[str, str]) -> str:
     return f"{scope_label(scope[0])} {escape_controls(str(scope[1]))}"
 
 
-def _event_of(source: MemorySource, action: str, record_ids: list[str] | None) -> int | None:
-    """The id of the audit event a change just wrote (the newest of its action)."""
-    events = source.audit_events(limit=5)
-    for event in events:
-        ids = [str(i) for i in event.get("record_ids") or []]
-        if event["action"] == action and (record_ids is None or ids == record_ids):
-            return event["id"]
-    return events[0]["id"] if events else None
+def _shown(saved: Saved) -> tuple[Any, ...]:
+    """A saved change as the notice shows it: its event, message, records removed, value."""
+    kind, target, outcome = saved.change.kind, saved.change.target, saved.outcome
+    if saved.already:
+        what = (
+            scope_words(target)
+            if kind == "forget-scope"
+            else record_label(escape_controls(str(target)))
+        )
+        return saved.event_id, f"Done ({kind} {what}); see the audit log", 0, None
+    if kind == "refute":
+        return (
+            saved.event_id,
+            f"Refuted tactic {escape_controls(record_label(str(target)))}",
+            0,
+            None,
+        )
+    if kind == "forget" and outcome is not None:
+        message = _forget_message(saved.record, outcome)
+        return saved.event_id, message, len(outcome.removed), None
+    if kind == "forget-scope" and outcome is not None:
+        message = f"Forgot {plural(outcome.forgotten, 'record')} of {scope_words(target)}"
+        if not outcome.verified:
+            problem = outcome.problem or "see the audit log"
+            message += f": erasure NOT verified ({escape_controls(str(problem))})"
+        return saved.event_id, message, outcome.forgotten, None
+    return saved.event_id, "", 0, saved.value
 
 
 def _forget_message(record: SourceRecord | None, outcome: ForgetOutcome) -> str:
     if record is None:
-        what = record_label(outcome.record_id)
+        what = record_label(str(outcome.record_id))
     else:
         kind = (
             record.tier

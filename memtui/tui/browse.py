@@ -34,6 +34,7 @@ from memtui.sources.base import (
     SourceRecord,
     TierFacet,
 )
+from memtui.sources.capabilities import Refutable
 from memtui.tui.base import Pane, ReportsWorkerErrors
 from memtui.tui.format import (
     DETAIL_CONTENT_CHARS,
@@ -412,7 +413,7 @@ class RecordTable(ReportsWorkerErrors, DataTable):
     def scope_keys(self) -> tuple[str, ...]:
         """Where a foreign source's scope column comes from (none for a memtui database)."""
         source = self.source
-        if source.kind == "memtui":
+        if isinstance(source, Refutable):
             return ()
         return tuple(source.facet_keys) or tuple(source.scope_keys)
 
@@ -895,7 +896,7 @@ class BrowsePane(Pane):
     def on_mount(self) -> None:
         source = self.source
         self.tree.name_the_scope(forget_noun(source))
-        self.tree.show_keys = source.kind != "memtui" and len(source.facet_keys) > 1
+        self.tree.show_keys = not isinstance(source, Refutable) and len(source.facet_keys) > 1
         # Each value then carries its key: the tree takes more of the width.
         self.tree.set_class(self.tree.show_keys, "-keys")
         self.reload()
@@ -1092,7 +1093,7 @@ class BrowsePane(Pane):
     def _show_detail(self) -> None:
         record = self.table.current
         revealed = self.revealed.get(record.id) if record is not None else None
-        lift = LIFTED if self.source.kind == "memtui" else ()
+        lift = LIFTED if isinstance(self.source, Refutable) else ()
         self.query_one(RecordDetail).show(record, self.now(), revealed, lift=lift)
 
     def show_revealed(self, record_id: str, field: str, value: Any) -> None:

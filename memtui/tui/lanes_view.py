@@ -18,6 +18,7 @@ from textual.widgets import Label, Select, Static
 from textual.worker import get_current_worker
 
 from memtui.render import one_line
+from memtui.sources.capabilities import able
 from memtui.tui.base import Pane, fill_select
 from memtui.tui.format import DASH, cell, interval_bar, plural, short_date
 from memtui.tui.search_view import COMPACT_BELOW_HEIGHT
@@ -265,7 +266,7 @@ class LanesPane(Pane):
         name="Reading profiles",
     )
     def _load_choices(self) -> None:
-        profiles, tactic_counts, engagements = self.source.lane_choices()
+        profiles, tactic_counts, engagements = able(self.source, "lanes").lane_choices()
         if get_current_worker().is_cancelled:
             return
         self.app.call_from_thread(self._apply_choices, profiles, tactic_counts, engagements)
@@ -318,7 +319,7 @@ class LanesPane(Pane):
     @work(thread=True, exclusive=True, group="lanes", exit_on_error=False, name="Computing lanes")
     def _load_lanes(self, profile: str | None, engagement: str | None) -> None:
         data = dict(
-            self.source.lanes(
+            able(self.source, "lanes").lanes(
                 profile,
                 engagement,
                 min_denominator=self.MIN_DENOMINATOR,

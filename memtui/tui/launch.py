@@ -7,16 +7,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memtui.config import current
 from memtui.core.store import MemoryStore, MemoryStoreError
 from memtui.sources.base import MemorySource
-
-APP_BUSY_TIMEOUT_MS = 1000
-"""How long one try of a change waits for another process's write lock inside SQLite.
-
-Short, so that the app says "database busy — retrying (k/N)" within a second instead of
-waiting silently; the app retries a bounded number of times (``memtui.tui.app``).
-Reads do not wait on writers in WAL mode, so browsing is unaffected.
-"""
 
 
 def open_app_store(
@@ -34,7 +27,8 @@ def open_app_store(
         raise MemoryStoreError(
             f"no database at {path}; check the path (memtui ingest CORPUS --db {path} creates one)"
         )
-    return MemoryStore(path, read_only=read_only, clock=clock, busy_timeout_ms=APP_BUSY_TIMEOUT_MS)
+    busy = current().busy_timeout_ms
+    return MemoryStore(path, read_only=read_only, clock=clock, busy_timeout_ms=busy)
 
 
 def run_app(
@@ -53,8 +47,13 @@ def run_app(
 
     Every store opens as a ``MemorySource`` in the one app: a memtui database with
     every native feature, any other store through its adapter (read-only unless
-    ``allow_writes``).
+    ``allow_writes``). The settings are the command's (``memtui.config.current``); the
+    keymap file is read first, so a bad one stops the start before anything opens.
     """
+    from memtui.tui.keymap import load_keymap
+
+    config = current()
+    keymap = load_keymap(config.keymap_path)
     options = {k: v for k, v in qdrant.items() if v is not None}
     opening: dict[str, Any] = dict(
         read_only=read_only,
@@ -85,7 +84,9 @@ def run_app(
             operator=operator,
             embedder=embedder,
             reopen=lambda: open_app_source(path, **opening, **options),
+            poll_interval=config.poll_interval,
         )
+        app.set_keymap(keymap)
         app.run()
     finally:
         # The app's source: the one it reopened, if the file was replaced under it.
@@ -109,7 +110,7 @@ def open_app_source(
 ) -> MemorySource:
     """Any store memtui recognizes, behind ``MemorySource`` (foreign ones read-only by default).
 
-    A memtui database opens with the app's short busy timeout (``APP_BUSY_TIMEOUT_MS``);
+    A memtui database opens with the app's short busy timeout (``Config.busy_timeout_ms``);
     a path that does not exist is an error, never a new empty file.
     """
     if path is not None and not options.get("qdrant_url"):

@@ -192,8 +192,8 @@ async def test_lanes_on_a_foreign_store_say_why_in_one_line_and_start_no_work(
     try:
         assert not source.can("lanes")
         # Lanes must not even be asked for: any call fails the test.
-        monkeypatch.setattr(source, "lane_choices", refusing("lane_choices"))
-        monkeypatch.setattr(source, "lanes", refusing("lanes"))
+        monkeypatch.setattr(source, "lane_choices", refusing("lane_choices"), raising=False)
+        monkeypatch.setattr(source, "lanes", refusing("lanes"), raising=False)
         app = make_app(source, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)

@@ -316,7 +316,7 @@ def test_records_refuses_a_tier_another_store_does_not_have(runner, tmp_path, mo
 def test_a_forget_whose_file_is_replaced_while_it_asks_changes_nothing(
     runner, cli_db, tmp_path, monkeypatch
 ):
-    from memtui.commands import sources as commands
+    from memtui.commands import changes as commands
 
     restored = tmp_path / "restored.db"
     shutil.copyfile(cli_db, restored)

@@ -1,7 +1,7 @@
 """MemoryStore: the SQLite schema, FTS5 index, writers, scoped reads and audit log.
 
 Every mutation goes through a method here that writes its audit event in the
-same transaction (design.md sections 1 and 3). Readers never hold a read
+same transaction (docs/design.md sections 1 and 3). Readers never hold a read
 transaction open: every query is fetched to the end at once, so that a forget
 can always truncate the WAL.
 

@@ -26,7 +26,7 @@ class ScopeForgetResult(int):
     went, as ``forget``'s return value does for one record:
 
     - ``verified``: the records are gone from the table, the full-text index
-      and the vectors, and the WAL was truncated (design.md section 3);
+      and the vectors, and the WAL was truncated (docs/design.md section 3);
     - ``event_id``: the ``forget-scope`` audit event;
     - ``problem``: why erasure is not verified (None when it is);
     - ``incomplete_event_id``: the ``erasure-incomplete`` audit event written
