@@ -6,8 +6,9 @@ index a foreign store's records are copied into. It reads these tables and no
 others, so an index needs only these columns (it may have more):
 
 - ``records(id INTEGER PRIMARY KEY, content TEXT, refuted INTEGER,
-  created_at TEXT, expires_at TEXT)`` with an index named ``records_expiry`` on
-  ``(expires_at, refuted, ...) WHERE expires_at IS NOT NULL``;
+  created_at TEXT, expires_at TEXT)`` with two partial indexes the engine names
+  (``INDEXED BY``): ``records_expiry`` on ``(expires_at, refuted, ...) WHERE
+  expires_at IS NOT NULL`` and ``records_refuted`` on ``(...) WHERE refuted != 0``;
 - the FTS5 table named ``FTS_TABLE`` over ``records.content`` (external content,
   rowid = ``records.id``), with its ``_data`` and ``_docsize`` shadow tables;
 - ``vectors(record_id INTEGER PRIMARY KEY, vector BLOB)`` (little-endian float32);

@@ -1,24 +1,18 @@
-"""memtui's full-text index over a foreign store, cached in the user's cache folder.
+"""Where memtui keeps its index of each foreign store, and when it rebuilds it.
 
-A foreign store has no FTS5 index of its own (or none memtui can rank with),
-so memtui builds one: a ``MemoryStore`` file (records + FTS5 + vectors) in
-``$XDG_CACHE_HOME/memtui/sources/`` (else ``~/.cache/memtui/sources/``), never
-beside or inside the store. ``hybrid_search`` and ``explain_keyword`` run on it
-unchanged, so results carry the native breakdown.
+A foreign store's keyword and vector index (``memtui.sources.foreign_index``) is
+a file in ``$XDG_CACHE_HOME/memtui/sources/`` (else ``~/.cache/memtui/sources/``),
+never beside or inside the store; ``$MEMTUI_CACHE_DIR`` moves it (to
+``$MEMTUI_CACHE_DIR/sources``).
 
-- One cache file per store, keyed by the store's identity: its resolved path
-  and inode (a store moved or replaced gets a new cache).
+- One file per store, keyed by the store's identity: its resolved path and
+  inode (a store moved or replaced gets a new index).
 - Rebuilt when the store changes: the source gives a cheap fingerprint (file
-  sizes and mtimes, row counts and max rowids) recorded in the cache.
-- ``$MEMTUI_CACHE_DIR`` moves it (to ``$MEMTUI_CACHE_DIR/sources``).
-- The cache holds only what search needs: each record's searchable text, its
-  tier, type and scope, its hidden flag and expiry (mapped so the native strict
-  rule ``expires_at > now`` gives the source's own rule), and the store's own
-  vectors. Metadata (and so secrets) stays in the store.
-- Source ids map to cache rows in a side table, ``source_ids``; rows are
-  written in source-id order, so ties break the same way in both.
-- A forget purges the cache's copy with the native erasure (row, FTS postings
-  merged away, vector, secure_delete, WAL truncated).
+  sizes and mtimes, row counts and max rowids) recorded in the file; and when
+  the file is of another format (``CACHE_FORMAT``: an older memtui's) or
+  cannot be read.
+- Built beside its final name and moved into place, so that a reader never
+  sees half an index.
 - ``memtui cache list`` / ``memtui cache clear`` list and remove them.
 """
 
@@ -29,21 +23,38 @@ import json
 import os
 import sqlite3
 import struct
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memtui.config import current
-from memtui.core.store import MemoryStore
-from memtui.sources.base import Progress, SourceError, unknown_filter_error
+from memtui.sources.foreign_index import (
+    CACHE_FORMAT,
+    VECTOR_EMBEDDER_PREFIX,
+    CacheRow,
+    FilterSql,
+    ForeignIndex,
+)
+from memtui.sources.shapes import Progress, SourceError
 
-CACHE_FORMAT = "1"
-CACHE_TIER = "knowledge"  # every cached row; the source's tier is kept in ``engagement``
-VECTOR_EMBEDDER_PREFIX = "store-vectors"
-
-FilterSql = Callable[[str, Any, str], tuple[str, list[Any]]]
+__all__ = [
+    "CACHE_FORMAT",
+    "VECTOR_EMBEDDER_PREFIX",
+    "CacheRow",
+    "FilterSql",
+    "ForeignIndex",
+    "SourceIndex",
+    "cache_path_for",
+    "cache_root",
+    "clear_caches",
+    "file_fingerprint",
+    "fingerprint_text",
+    "list_caches",
+    "require_cache_dir_writable",
+    "store_identity",
+    "unpack_f32",
+]
 
 
 def cache_root() -> Path:
@@ -81,234 +92,6 @@ def file_fingerprint(path: Path) -> list[Any]:
             continue
         parts.append([stat.st_size, stat.st_mtime_ns])
     return parts
-
-
-@dataclass(frozen=True)
-class CacheRow:
-    """What the cache keeps of one source record."""
-
-    source_id: str
-    tier: str
-    record_type: str
-    content: str
-    scope: dict[str, Any]
-    hidden: bool
-    expires_at: str | None  # already mapped to the native strict rule
-    vector: bytes | None = None  # little-endian float32
-
-
-def _scope_text(scope: Mapping[str, Any]) -> dict[str, Any]:
-    """Scope values as text (filters compare text); a list (tags) stays a list of text."""
-    out: dict[str, Any] = {}
-    for key, value in scope.items():
-        if value is None:
-            out[key] = None
-        elif isinstance(value, list | tuple):
-            out[key] = [str(v) for v in value]
-        else:
-            out[key] = str(value)
-    return out
-
-
-class CacheStore(MemoryStore):
-    """A ``MemoryStore`` whose filters are the source's own scope keys."""
-
-    def __init__(
-        self,
-        path: Path,
-        *,
-        allowed: frozenset[str],
-        filter_sql: FilterSql | None,
-        clock: Callable[[], datetime],
-        read_only: bool = False,
-    ) -> None:
-        self._allowed = allowed
-        self._filter_sql = filter_sql
-        super().__init__(path, clock=clock, read_only=read_only, operator="memtui-cache")
-
-    def scope_clause(  # type: ignore[override]
-        self,
-        filters: dict[str, Any] | None,
-        *,
-        include_refuted: bool = False,
-        include_expired: bool = False,
-        alias: str = "",
-    ) -> tuple[str, list[Any]]:
-        prefix = f"{alias}." if alias else ""
-        clauses: list[str] = []
-        params: list[Any] = []
-        for key, value in (filters or {}).items():
-            if key not in self._allowed:
-                raise unknown_filter_error(key, self._allowed)
-            if key == "tier":
-                column = f"{prefix}engagement"
-            elif key == "record_type":
-                column = f"{prefix}record_type"
-            else:
-                # The key is allowlisted; it still goes into the JSON path quoted.
-                quoted = key.replace('"', '""')
-                column = f"json_extract({prefix}metadata, '$.scope.\"{quoted}\"')"
-            if value is None:
-                clauses.append(f"{column} IS NULL")
-                continue
-            if self._filter_sql is not None:
-                custom = self._filter_sql(key, value, column)
-                if custom is not None:
-                    clauses.append(custom[0])
-                    params.extend(custom[1])
-                    continue
-            clauses.append(f"{column} = ?")
-            params.append(str(value))
-        live, live_params = super().scope_clause(
-            None, include_refuted=include_refuted, include_expired=include_expired, alias=alias
-        )
-        clauses.append(live)
-        params.extend(live_params)
-        return " AND ".join(clauses), params
-
-    # -- building and maintenance (memtui-internal writes to the cache file)
-
-    def ensure_side_table(self) -> None:
-        with self._write():
-            self._conn.execute(
-                "CREATE TABLE IF NOT EXISTS source_ids ("
-                "cache_id INTEGER PRIMARY KEY, source_id TEXT NOT NULL UNIQUE)"
-            )
-
-    def set_meta(self, values: Mapping[str, str]) -> None:
-        with self._write():
-            self._conn.executemany(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", list(values.items())
-            )
-
-    def meta(self) -> dict[str, str]:
-        return {k: v for k, v in self.query("SELECT key, value FROM meta")}
-
-    def load(self, rows: Sequence[CacheRow], progress: Progress | None = None) -> None:
-        """Ingest rows (already in source-id order), their vectors and the id map."""
-        prepared = [
-            {
-                "tier": CACHE_TIER,
-                "record_type": row.record_type or "record",
-                "content": row.content or "",
-                "engagement": row.tier,
-                "metadata": {"scope": _scope_text(row.scope)},
-                "refuted": row.hidden,
-                "expires_at": row.expires_at,
-            }
-            for row in rows
-        ]
-        ids = self.ingest(prepared, source="memtui source cache", progress=progress)
-        dims = {len(r.vector) // 4 for r in rows if r.vector}
-        with self._write():
-            self._conn.executemany(
-                "INSERT INTO source_ids (cache_id, source_id) VALUES (?, ?)",
-                zip(ids, (r.source_id for r in rows), strict=True),
-            )
-            if len(dims) == 1:
-                dim = dims.pop()
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO vectors (record_id, vector) VALUES (?, ?)",
-                    [
-                        (cache_id, row.vector)
-                        for cache_id, row in zip(ids, rows, strict=True)
-                        if row.vector and len(row.vector) == dim * 4
-                    ],
-                )
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                    [
-                        ("embedder_name", f"{VECTOR_EMBEDDER_PREFIX}-{dim}"),
-                        ("embedder_dim", str(dim)),
-                    ],
-                )
-
-    def replace_vectors(self, vectors: Mapping[str, bytes]) -> int:
-        """Make these records' cached vectors the ones given (a record with a vector per
-        field: the one that counts for the next search); returns how many changed."""
-        found = self.cache_ids(vectors)
-        current = dict(
-            self._conn.execute(
-                "SELECT record_id, vector FROM vectors "
-                "WHERE record_id IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(found.values())),),
-            ).fetchall()
-        )
-        changed = [
-            (cache_id, vectors[source_id])
-            for source_id, cache_id in found.items()
-            if current.get(cache_id) != vectors[source_id]
-        ]
-        if changed:
-            with self._write():
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO vectors (record_id, vector) VALUES (?, ?)", changed
-                )
-        return len(changed)
-
-    def cache_ids(self, source_ids: Iterable[str]) -> dict[str, int]:
-        ids = list(source_ids)
-        out: dict[str, int] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for cache_id, source_id in self.query(
-                f"SELECT cache_id, source_id FROM source_ids WHERE source_id IN ({marks})", chunk
-            ):
-                out[source_id] = cache_id
-        return out
-
-    def source_ids_of(self, cache_ids: Iterable[int]) -> dict[int, str]:
-        ids = [int(i) for i in cache_ids]
-        out: dict[int, str] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for cache_id, source_id in self.query(
-                f"SELECT cache_id, source_id FROM source_ids WHERE cache_id IN ({marks})", chunk
-            ):
-                out[cache_id] = source_id
-        return out
-
-    def purge(self, source_id: str, *, reason: str, operator: str | None) -> dict[str, bool]:
-        """Erase one source record's copy (row, postings, vector, id map); verified."""
-        found = self.cache_ids([source_id])
-        if source_id not in found:
-            return {"cache_gone": True}
-        cache_id = found[source_id]
-        with self._write():
-            self._conn.execute("DELETE FROM source_ids WHERE cache_id = ?", (cache_id,))
-        verified = self.forget(cache_id, reason=reason, operator=operator)
-        return {"cache_gone": bool(verified) and self.get(cache_id) is None}
-
-    def update_row(self, row: CacheRow) -> None:
-        """Bring one cached row in line with the store (state, expiry, text)."""
-        found = self.cache_ids([row.source_id])
-        if row.source_id not in found:
-            return
-        with self._write():
-            self._conn.execute(
-                "UPDATE records SET refuted = ?, expires_at = ?, metadata = ?, engagement = ?, "
-                "record_type = ? WHERE id = ?",
-                (
-                    int(row.hidden),
-                    row.expires_at,
-                    json.dumps({"scope": _scope_text(row.scope)}, sort_keys=True),
-                    row.tier,
-                    row.record_type,
-                    found[row.source_id],
-                ),
-            )
-            current = self._conn.execute(
-                "SELECT content FROM records WHERE id = ?", (found[row.source_id],)
-            ).fetchone()
-            if current is not None and current[0] != row.content:
-                self._conn.execute(
-                    "UPDATE records SET content = ? WHERE id = ?",
-                    (row.content, found[row.source_id]),
-                )
-                self._conn.execute("INSERT INTO records_fts(records_fts) VALUES ('optimize')")
-        self.checkpoint()
 
 
 def list_caches(root: Path | None = None) -> list[dict[str, Any]]:
@@ -371,7 +154,7 @@ def unpack_f32(blob: bytes) -> list[float]:
 
 
 class SourceIndex:
-    """The cached index of one store: open it fresh, rebuild it when the store moved on."""
+    """The index of one store: open it fresh, rebuild it when the store moved on."""
 
     def __init__(
         self,
@@ -396,11 +179,17 @@ class SourceIndex:
         self._count = count
         self.root = root or cache_root()
         self.path = cache_path_for(kind, store_path, self.root)
-        self._store: CacheStore | None = None
+        self._store: ForeignIndex | None = None
 
-    def _open(self, path: Path) -> CacheStore:
-        return CacheStore(
-            path, allowed=self._allowed, filter_sql=self._filter_sql, clock=self._clock
+    def _open(self, path: Path, *, create: bool = False) -> ForeignIndex:
+        """The index at ``path``; ``StaleIndex`` (or a SQLite error) when the file is not
+        an index of this format."""
+        return ForeignIndex(
+            path,
+            allowed=self._allowed,
+            filter_sql=self._filter_sql,
+            clock=self._clock,
+            create=create,
         )
 
     def status(self) -> dict[str, Any]:
@@ -410,12 +199,12 @@ class SourceIndex:
                 store = self._store or self._open(self.path)
                 self._store = store
                 ready = store.meta().get("source_fingerprint") == self._fingerprint()
-            except Exception:  # an unreadable cache is simply not ready: it is rebuilt
+            except Exception:  # an unreadable index is simply not ready: it is rebuilt
                 ready = False
         return {"ready": ready, "where": str(self.path)}
 
-    def store(self, progress: Progress | None = None) -> CacheStore:
-        """The cache, rebuilt first if missing or stale."""
+    def store(self, progress: Progress | None = None) -> ForeignIndex:
+        """The index, rebuilt first if missing, stale or of another format."""
         fingerprint = self._fingerprint()
         if self._store is None and self.path.exists():
             try:
@@ -434,7 +223,7 @@ class SourceIndex:
         return self._store
 
     def discard(self) -> None:
-        """Remove the cached index (and its WAL): the next search builds it again."""
+        """Remove the index (and its WAL): the next search builds it again."""
         if self._store is not None:
             self._store.close()
             self._store = None
@@ -460,9 +249,8 @@ class SourceIndex:
         rows.sort(key=lambda r: r.source_id)
         fd = os.open(building, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)
-        store = self._open(building)
+        store = self._open(building, create=True)
         try:
-            store.ensure_side_table()
 
             def step(done: int, _total: int) -> None:
                 if progress:
@@ -472,7 +260,6 @@ class SourceIndex:
             identity = store_identity(self.store_path)
             store.set_meta(
                 {
-                    "cache_format": CACHE_FORMAT,
                     "source_kind": self.kind,
                     "source_path": identity["path"],
                     "source_inode": str(identity["inode"]),
@@ -491,16 +278,18 @@ class SourceIndex:
             progress(total * 2, total * 2)
 
     def refresh(self, fingerprint: str) -> None:
-        """After memtui changed the store itself (and the cache with it): mark it current."""
+        """After memtui changed the store itself (and the index with it): mark it current."""
         if self._store is not None:
             self._store.set_meta({"source_fingerprint": fingerprint})
 
-    def current(self) -> CacheStore | None:
-        """The open cache if there is one (fresh or not), without rebuilding."""
+    def current(self) -> ForeignIndex | None:
+        """The open index if there is one (fresh or not), without rebuilding; a file that
+        is not an index of this format is removed (nothing would purge its copies)."""
         if self._store is None and self.path.exists():
             try:
                 self._store = self._open(self.path)
             except Exception:
+                self.discard()
                 return None
         return self._store
 

@@ -256,3 +256,101 @@ def test_a_cache_built_with_the_older_time_mapping_is_rebuilt(evidence):
         assert source.index_status()["ready"] is False
         assert [r.id for r in source.search("queue").results] == ["ev:acme/r-1"]
         assert source.index_status()["ready"] is True
+
+
+def _older_format_cache(source, content: str) -> None:
+    """Put at the source's cache path the index an older memtui built there: a memtui
+    database (the source's tier kept in ``engagement``) marked current for the store."""
+    from pathlib import Path
+
+    from memtui.core.store import MemoryStore
+
+    path = source.index.path
+    source.index.discard()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with MemoryStore(path) as old:
+        old.ingest(
+            [
+                {
+                    "tier": "knowledge",
+                    "record_type": "incident",
+                    "content": content,
+                    "engagement": "incident",
+                    "metadata": {"scope": {"tenant": "acme", "revision": "1"}},
+                }
+            ]
+        )
+        old.connection.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [("cache_format", "1"), ("source_fingerprint", source.fingerprint())],
+        )
+        old.connection.execute("CREATE TABLE source_ids (cache_id INTEGER, source_id TEXT)")
+        old.connection.execute("INSERT INTO source_ids VALUES (1, 'ev:acme/r-1')")
+        old.checkpoint()
+
+
+def test_a_cache_file_of_the_older_format_is_rebuilt(evidence, tmp_path):
+    """An index file an older memtui built, current for the store by its fingerprint,
+    is not read: the next search builds the index again, in this memtui's format."""
+    from memtui.sources.cache import CACHE_FORMAT
+
+    with open_source(evidence, now=50) as source:
+        built = source.search("queue")
+        _older_format_cache(source, "queue copy kept by an older memtui")
+        assert source.index.path.exists()
+        assert source.index_status()["ready"] is False
+        response = source.search("queue")
+        assert [r.id for r in response.results] == ["ev:acme/r-1"]
+        assert response.trace["matched"] == built.trace["matched"]
+        assert source.index_status()["ready"] is True
+        assert source.index.current().meta()["cache_format"] == CACHE_FORMAT
+    assert b"kept by an older memtui" not in _cache_bytes(tmp_path)
+
+
+def test_a_forget_removes_a_cache_file_of_the_older_format(evidence, tmp_path):
+    """memtui cannot purge a copy from an index of another format: a forget removes the
+    file (the next search builds it again) and says the cached copy is gone."""
+    with open_source(evidence, now=10, allow_writes=True) as source:
+        _older_format_cache(source, f"the older index still holds {CANARY}")
+        outcome = source.forget("ev:globex/r-1", reason="tenant offboarded")
+        assert outcome.verified and outcome.checks["cache_gone"] is True
+        assert not source.index.path.exists()
+        assert _cache_bytes(tmp_path) == b""
+        assert source.search("disk").results[0].id == "ev:globex/r-2"
+
+
+def test_the_index_has_its_own_schema_with_the_store_tiers_and_scope_keys(evidence):
+    """memtui's index of a foreign store is no memtui database: the store's tiers and
+    scope keys are columns of its own, and it has no table the search engine does not
+    read but its ids (no audit log, no tactic columns)."""
+    from memtui.core.index import SearchIndex
+    from memtui.core.store import MemoryStore
+
+    with open_source(evidence, now=50) as source:
+        source.build_index()
+        index = source.index.current()
+        assert isinstance(index, SearchIndex) and not isinstance(index, MemoryStore)
+        columns = [r[1] for r in index.query("PRAGMA table_info(records)")]
+        assert columns == [
+            "id",
+            "source_id",
+            "tier",
+            "record_type",
+            "content",
+            "refuted",
+            "created_at",
+            "expires_at",
+            "scope_revision",
+            "scope_tenant",
+        ]
+        tables = {r[0] for r in index.query("SELECT name FROM sqlite_master WHERE type='table'")}
+        assert {"records", "vectors", "meta", "records_fts"} <= tables
+        assert "audit_events" not in tables
+        rows = index.query(
+            "SELECT source_id, tier, scope_tenant, scope_revision FROM records "
+            "WHERE source_id = 'ev:globex/r-2'"
+        )
+        assert [tuple(r) for r in rows] == [("ev:globex/r-2", "runbook", "globex", "2")]
+        assert [r.id for r in source.search("disk", filters={"tier": "runbook"}).results] == [
+            "ev:globex/r-2"
+        ]
