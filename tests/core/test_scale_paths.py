@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import fixed_clock
 
+from memtui.core import index_db
 from memtui.core import search as search_module
 from memtui.core import store as store_module
 from memtui.core.embed import HashEmbedder
@@ -31,7 +32,6 @@ from memtui.core.store import (
     erasure_checks,
     unpack_vector,
 )
-from memtui.core.store import connection as store_connection
 
 WORDS = "osprey kestrel heron plover curlew dunlin gannet petrel".split()
 PROFILES = [
@@ -126,7 +126,7 @@ def test_keyword_lane_equals_the_join_it_replaced(populated, monkeypatch, parall
     if parallel:  # the two-connection path that a big store takes, started at the first step
         monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
         monkeypatch.setattr(search_module, "_STEPS_PER_MATCH", 0)
-        monkeypatch.setattr(store_connection, "_PROGRESS_STEPS", 1)
+        monkeypatch.setattr(index_db, "PROGRESS_STEPS", 1)
         side_query = MemoryStore.side_query
 
         def counted(self, *args):
@@ -448,7 +448,7 @@ def test_the_side_listing_starts_only_for_a_ranking_with_more_matches_than_it_ke
     """The listing beside the ranking starts once the ranking has stepped past N matches."""
     calls = []
     monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
-    monkeypatch.setattr(store_connection, "_PROGRESS_STEPS", 1)  # count every step
+    monkeypatch.setattr(index_db, "PROGRESS_STEPS", 1)  # count every step
     monkeypatch.setattr(MemoryStore, "side_query", lambda self, *args: calls.append(args))
     with MemoryStore(populated, clock=fixed_clock, read_only=True) as store:
         match = match_expression(["osprey"])

@@ -8,13 +8,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from memtui.core.index import FTS_TABLE
+from memtui.core.index_db import byte_probe, files_holding
 from memtui.core.store.connection import StoreConnection
 from memtui.core.store.rows import _RECORD_COLUMNS, _canonical
 
 _PROBE_EACH_MAX = 2000  # forgets of more records verify the index word by word
 _BYTE_SCAN_BUDGET = 4 << 30  # bytes a forget's byte check reads in all (the file once a probe)
-_PROBE_CHARS = 64  # a forgotten record's text is looked for by its first characters
-_PROBE_MIN_BYTES = 8  # shorter texts are not looked for (they match unrelated bytes)
 
 # The audit columns that can hold a record's text (a reason, a record type...).
 _AUDIT_TEXT_COLUMNS = (
@@ -37,49 +36,6 @@ def _probe_words(content: str) -> list[str]:
 
 def _quoted(word: str) -> str:
     return '"' + word.replace('"', '""') + '"'
-
-
-def _byte_probe(content: str) -> bytes | None:
-    """The bytes a forget looks for in the file: the text's first characters (None: too short)."""
-    probe = content[:_PROBE_CHARS].encode("utf-8")
-    return probe if len(probe) >= _PROBE_MIN_BYTES else None
-
-
-# Run in a child process: closing a descriptor of the database file in this
-# process would drop the POSIX locks of every SQLite connection it holds on it.
-_FIND_BYTES = """
-import mmap, sys
-probes = [bytes.fromhex(h) for h in sys.stdin.read().split()]
-found = set()
-for name in sys.argv[1:]:
-    try:
-        handle = open(name, "rb")
-    except FileNotFoundError:
-        continue
-    with handle:
-        if handle.seek(0, 2):
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                found.update(i for i, p in enumerate(probes) if data.find(p) >= 0)
-print(" ".join(map(str, sorted(found))))
-"""
-
-
-def _files_holding(paths: Sequence[Path], probes: Sequence[bytes]) -> list[int] | None:
-    """The indexes of ``probes`` found in any of the files at ``paths``; None if unreadable."""
-    import subprocess
-    import sys
-
-    try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", _FIND_BYTES, *map(str, paths)],
-            input=" ".join(p.hex() for p in probes),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return [int(i) for i in done.stdout.split()]
 
 
 def _index_probe(content: str) -> str | None:
@@ -184,7 +140,7 @@ class ErasureChecks(StoreConnection):
         """
         if self.path is None:
             return None, None
-        probes = [p for p in dict.fromkeys(_byte_probe(text) for text in contents) if p]
+        probes = [p for p in dict.fromkeys(byte_probe(text) for text in contents) if p]
         if not probes:
             return None, None
         parts = [p for p in (self.path, Path(f"{self.path}-wal")) if p.exists()]
@@ -192,7 +148,7 @@ class ErasureChecks(StoreConnection):
         count = max(1, min(len(probes), _BYTE_SCAN_BUDGET // size))
         step = len(probes) / count
         chosen = [probes[int(i * step)] for i in range(count)]
-        found = _files_holding(parts, chosen)
+        found = files_holding(parts, chosen)
         if found is None:
             return False, "the database file could not be read to look for the forgotten text"
         with self._lock:

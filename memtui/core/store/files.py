@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from urllib.parse import quote
+
+from memtui.core.index_db import uri_path
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -85,8 +86,3 @@ def fts5_available() -> bool:
         return False
     finally:
         probe.close()
-
-
-def uri_path(path: Path) -> str:
-    """``path`` resolved and quoted for an SQLite ``file:`` URI."""
-    return quote(str(path.resolve()), safe="/")
