@@ -7,7 +7,8 @@ can always truncate the WAL.
 
 The package is split by job, one module each: ``files`` (what a file is before
 it is opened), ``schema`` (migrations and triggers), ``connection`` (opening,
-the lock, reads, the write transaction), ``rows`` (a record as a row),
+the write transaction, the checkpoint; the lock and the reads are
+``memtui.core.index_db``'s, shared with a foreign store's index), ``rows`` (a record as a row),
 ``reads`` (scoped reads and counts), ``audit`` (the hash chain), ``vectors``,
 ``writers`` (tactics, findings, refutation, reveal), ``ingest``, ``erasure``
 and ``erasure_checks`` (forget and its checks), ``maintenance``; and
