@@ -83,7 +83,7 @@ def open_command(
         audit_db=audit_db,
         now=now,
         embedder=embedder,
-        **qdrant,
+        options=qdrant,
     )
 
 

@@ -63,7 +63,7 @@ def forget(
     """
     db, record_id = _store_and_id(args, qdrant)
     with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
+        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
     ) as source:
         record = source.get(record_id)
         if record is None:
@@ -195,7 +195,7 @@ def forget_scope(
     if db is None and not qdrant.get("qdrant_url"):
         raise click.UsageError("give a store PATH (or --qdrant-url URL for a Qdrant server)")
     with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
+        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
     ) as source:
         radius, rule = scope_plan(source, (key, value))
         total = sum(n for types in radius.values() for n in types.values())
@@ -267,7 +267,7 @@ def forget_gaps(
     writes an intent and an outcome audit event. Needs --allow-writes.
     """
     with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, **qdrant
+        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
     ) as source:
         if not isinstance(source, GapClearable):
             raise click.ClickException(

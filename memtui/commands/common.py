@@ -7,7 +7,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -144,14 +144,15 @@ def open_cli_source(
     audit_db: Path | None = None,
     now: str | None = None,
     operator: str | None = None,
-    **qdrant: Any,
+    options: Mapping[str, Any] | None = None,
 ) -> MemorySource:
     """Open any memory store the CLI is pointed at (see ``memtui.sources.open_source``).
 
     ``MEMTUI_NOW`` pins the clock of time-based stores; ``--now`` overrides it
-    (ISO-8601, or a whole number for a logical-time store). ``qdrant`` holds
-    the Qdrant options (``qdrant_options``): a server URL instead of a PATH,
-    the collection, Cyber-AutoAgent's memory mode, mem0's history.
+    (ISO-8601, or a whole number for a logical-time store). ``options`` holds
+    the options of one kind of store (``qdrant_options``: a server URL instead
+    of a PATH, the collection, Cyber-AutoAgent's memory mode, mem0's history),
+    which the registry hands to that kind.
     """
     return open_source(
         path,
@@ -161,7 +162,7 @@ def open_cli_source(
         now=now,
         clock=fixed_clock(),
         operator=operator,
-        **{k: v for k, v in qdrant.items() if v is not None},
+        options=options,
     )
 
 

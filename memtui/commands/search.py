@@ -150,7 +150,7 @@ def search(
         embedder = resolve_embedder(embedder_name)
         if embedder is None:
             keyword_only = True
-    with open_cli_source(db, read_only=True, now=now, **qdrant) as source:
+    with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
         source.check_filters(filters)
         progress = None
         if not source.index_status()["ready"]:  # a foreign store's index, built on first use

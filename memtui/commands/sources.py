@@ -207,7 +207,7 @@ def records(
     DB is a file, a Qdrant local folder, or nothing with --qdrant-url URL.
     """
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
-    with open_cli_source(db, read_only=True, now=now, **qdrant) as source:
+    with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
         found: list[SourceRecord] = []
         cursor = after
         while limit is None or len(found) < limit:
@@ -273,7 +273,7 @@ def audit_list(
     as_json: bool,
 ) -> None:
     """List audit events, newest first."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db, **qdrant) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, options=qdrant) as source:
         events = source.audit_events(limit=limit)
         broken = source.verify_audit()
     if as_json:
@@ -346,7 +346,7 @@ def audit_verify(
     db: Path | None, recorded: Any, audit_db: Path | None, qdrant: dict[str, Any]
 ) -> None:
     """Check the audit log's hash chain; exit 1 at the first broken link."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db, **qdrant) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, options=qdrant) as source:
         broken = source.verify_audit()
         events = source.audit_events()
     if broken is not None:
@@ -368,7 +368,7 @@ def audit_verify(
 @qdrant_options
 def audit_head(db: Path | None, audit_db: Path | None, qdrant: dict[str, Any]) -> None:
     """Print the chain head (last event id and hash) to record elsewhere."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db, **qdrant) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, options=qdrant) as source:
         head = source.audit_head()
     if head is None:
         click.echo("audit log is empty")
@@ -450,7 +450,7 @@ def info(
             raise click.UsageError("--formats lists the stores memtui opens: give it alone")
         _print_formats(as_json)
         return
-    with open_cli_source(db, read_only=True, now=now, **qdrant) as source:
+    with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
         summary = source.summary()
         facets = source.facets(include_hidden=True)
         live = {f.tier: f.count for f in source.facets()}

@@ -2,7 +2,8 @@
 
 ``open_source(path)`` recognizes a store by its tables and columns (a Qdrant
 local folder by its layout; a Qdrant server with ``qdrant_url=``) and returns
-a ``MemorySource``; see ``memtui.sources.base`` for the contract.
+a ``MemorySource``; see ``memtui.sources.base`` for the contract. The kinds it
+knows are the registry's (``REGISTRY``, ``memtui.sources.registry``).
 """
 
 from typing import Any
@@ -27,6 +28,8 @@ from memtui.sources.base import (
 # needs only the interface) does not pay for importing every store's adapter.
 _LAZY = {
     "KINDS": "memtui.sources.detect",
+    "REGISTRY": "memtui.sources.registry",
+    "StoreKind": "memtui.sources.store_kind",
     "open_source": "memtui.sources.detect",
     "recognize": "memtui.sources.detect",
     "CollectionChoiceError": "memtui.sources.qdrant",
@@ -49,6 +52,7 @@ __all__ = [
     "CollectionChoiceError",
     "KINDS",
     "RECORD_STATES",
+    "REGISTRY",
     "DetailSection",
     "FileIdentity",
     "ForgetOutcome",
@@ -59,6 +63,7 @@ __all__ = [
     "SourceRecord",
     "SourceSearchResult",
     "SourceSummary",
+    "StoreKind",
     "TierFacet",
     "open_source",
     "recognize",

@@ -52,6 +52,7 @@ from memtui.sources.qdrant import (
     epoch_text,
     record_id_of,
     text_fields,
+    text_of,
 )
 
 MEMORY_MODES = ("operation", "shared")
@@ -141,7 +142,8 @@ class CyberAutoAgentSource(QdrantSource):
 
     def record_from_point(self, point: PointData) -> SourceRecord:
         payload = point.payload
-        meta = payload.get("metadata") if isinstance(payload.get("metadata"), dict) else {}
+        stored = payload.get("metadata")
+        meta: dict[str, Any] = stored if isinstance(stored, dict) else {}
         category = meta.get("category") or payload.get("category")
         category = str(category) if category is not None else None
         operation = payload.get("operation_id", meta.get("operation_id"))
@@ -170,7 +172,7 @@ class CyberAutoAgentSource(QdrantSource):
             id=record_id_of(point.pid),
             tier=CATEGORY_TIERS.get(category or "", "other"),
             record_type=category or "memory",
-            content=payload.get("memory") if isinstance(payload.get("memory"), str) else "",
+            content=text_of(payload.get("memory")),
             scope={
                 "target": _targets(payload.get("target_values")),
                 "operation": operation,

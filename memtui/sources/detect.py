@@ -4,70 +4,42 @@ A file is recognized by its schema alone (never by its name). A memtui
 database opens writable by default (read-only with ``read_only=True``); every
 foreign store opens read-only unless ``allow_writes=True``. A file memtui does
 not recognize gets one clear line naming what memtui recognizes and what the
-file holds.
+file holds. Which kinds there are, and how each opens, is the registry's
+(``memtui.sources.registry``).
 """
 
 from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, ParamSpec
 
 from memtui.core.embed import Embedder
-from memtui.core.records import parse_timestamp
-from memtui.core.store import (
-    SQLITE_READ_ERRORS,
-    MemoryStore,
-    empty_database_problem,
-    sqlite_error_text,
-    sqlite_file_problem,
-)
+from memtui.core.store import SQLITE_READ_ERRORS, sqlite_error_text, sqlite_file_problem
 from memtui.sources.base import MemorySource, SourceError
 from memtui.sources.foreign import uri_for
-from memtui.sources.native import NativeSource
+from memtui.sources.kinds import TENANT_COLUMNS, tenant_table
+from memtui.sources.registry import REGISTRY, Registry
+from memtui.sources.store_kind import OpenRequest, Probe, Schema, StoreKind
 
-Schema = dict[str, set[str]]
+KINDS: Registry = REGISTRY
+"""Every kind memtui recognizes, in the order they are tried (the registry itself)."""
 
-
-@dataclass(frozen=True)
-class Kind:
-    name: str
-    label: str
-    needs: str  # what the recognizer looks for, in words
-
-    def describe(self) -> str:
-        return f"{self.label} ({self.needs})"
-
-
-KINDS: tuple[Kind, ...] = (
-    Kind("memtui", "memtui database", "records + records_fts + audit_events"),
-    Kind("langgraph", "LangGraph SqliteStore", "store(prefix, key, value, ...)"),
-    Kind(
-        "preferences",
-        "explicit-preference store",
-        "assistant_preferences + assistant_memory_revisions",
-    ),
-    Kind(
-        "letta",
-        "Letta 0.11 SQLite",
-        "archival_passages(id, text, embedding, is_deleted, archive_id, ...); "
-        "core memory from block when present",
-    ),
-    Kind(
-        "tenant-evidence",
-        "tenant evidence store",
-        "a table with tenant, revision, kind, body, source, expiry",
-    ),
-    Kind(
-        "qdrant",
-        "Qdrant local folder (Cyber-AutoAgent, mem0)",
-        "a folder with meta.json + collection/<name>/storage.sqlite",
-    ),
-)
+__all__ = [
+    "FORMATS_HINT",
+    "KINDS",
+    "TENANT_COLUMNS",
+    "Schema",
+    "found_tables",
+    "names_remote_store",
+    "open_source",
+    "read_schema",
+    "recognize",
+    "tenant_table",
+]
 
 
 def read_schema(path: Path) -> tuple[Schema, int]:
@@ -98,86 +70,42 @@ def read_schema(path: Path) -> tuple[Schema, int]:
     return schema, version
 
 
-def _is_native(schema: Schema, version: int) -> bool:
-    records = schema.get("records", set())
-    return (
-        {"id", "tier", "record_type", "content", "metadata", "refuted"} <= records
-        and "audit_events" in schema
-    ) or (not schema and version == 0)
-
-
-def _is_langgraph(schema: Schema) -> bool:
-    return {"prefix", "key", "value", "created_at", "updated_at"} <= schema.get("store", set())
-
-
-def _is_preferences(schema: Schema) -> bool:
-    return {"id", "session", "name", "value", "source", "created", "active"} <= schema.get(
-        "assistant_preferences", set()
-    ) and {"session", "revision"} <= schema.get("assistant_memory_revisions", set())
-
-
-def _is_letta(schema: Schema) -> bool:
-    return {
-        "id",
-        "text",
-        "embedding_config",
-        "metadata_",
-        "tags",
-        "embedding",
-        "is_deleted",
-        "archive_id",
-    } <= schema.get("archival_passages", set())
-
-
-TENANT_COLUMNS = frozenset({"tenant", "revision", "kind", "body", "source", "expiry"})
-
-
-def tenant_table(schema: Schema) -> str | None:
-    for table, columns in sorted(schema.items()):
-        if TENANT_COLUMNS <= columns:
-            return table
-    return None
-
-
-def _is_qdrant_storage(schema: Schema) -> bool:
-    return schema.get("points") == {"id", "point"}
-
-
-def recognize(path: Path) -> tuple[str, Schema, int]:
-    """The kind of store at ``path`` (see ``KINDS``), or a one-line ``SourceError``."""
+def probe(path: Path) -> Probe:
+    """What recognizing ``path`` reads, or a one-line ``SourceError``."""
     if not path.exists():
         raise SourceError(f"no database at {path}; check the path")
     if path.is_dir():
-        from memtui.sources.qdrant import find_qdrant_folder
-
-        if find_qdrant_folder(path) is not None:
-            return "qdrant", {}, 0
-        raise SourceError(
-            f"{path} is a folder; memtui opens SQLite files and Qdrant local folders "
-            f"({FORMATS_HINT})"
-        )
+        return Probe(path, {}, 0)
     problem = sqlite_file_problem(path)
     if problem is not None:
         raise SourceError(f"{path} {problem}")
     if path.stat().st_size == 0:
-        return "memtui", {}, 0
+        return Probe(path, {}, 0)
     schema, version = read_schema(path)
-    if _is_native(schema, version):
-        return "memtui", schema, version
-    if _is_langgraph(schema):
-        return "langgraph", schema, version
-    if _is_preferences(schema):
-        return "preferences", schema, version
-    if _is_letta(schema):
-        return "letta", schema, version
-    if tenant_table(schema):
-        return "tenant-evidence", schema, version
-    if _is_qdrant_storage(schema):
-        return "qdrant", schema, version
+    return Probe(path, schema, version)
+
+
+def recognize_kind(path: Path) -> tuple[StoreKind, Probe]:
+    """The registry's kind of the store at ``path``, or a one-line ``SourceError``."""
+    found = probe(path)
+    kind = REGISTRY.recognize(found)
+    if kind is not None:
+        return kind, found
+    if found.is_folder:
+        raise SourceError(
+            f"{path} is a folder; memtui opens SQLite files and "
+            f"{' and '.join(REGISTRY.folder_kinds())} ({FORMATS_HINT})"
+        )
     raise SourceError(
         f"{path} is a SQLite database but not a memory store memtui recognizes "
-        f"(found tables: {found_tables(schema)}; {FORMATS_HINT})"
+        f"(found tables: {found_tables(found.schema)}; {FORMATS_HINT})"
     )
+
+
+def recognize(path: Path) -> tuple[str, Schema, int]:
+    """The kind of store at ``path`` (its name in ``KINDS``), or a one-line ``SourceError``."""
+    kind, found = recognize_kind(path)
+    return kind.name, found.schema, found.version
 
 
 FORMATS_HINT = "memtui info --formats lists what it opens"
@@ -194,37 +122,6 @@ def found_tables(schema: Schema) -> str:
     if len(found) > FOUND_TABLES_WIDTH:
         found = found[: FOUND_TABLES_WIDTH - 1] + "…"
     return found or "none"
-
-
-def _clock_from(now: Any, clock: Callable[[], datetime] | None) -> Callable[[], datetime] | None:
-    if isinstance(now, datetime):
-        moment = now if now.tzinfo else None
-        if moment is None:
-            raise SourceError("--now needs a timezone (e.g. 2026-11-30T12:00:00Z)")
-        return lambda: moment
-    if isinstance(now, str) and now.strip():
-        try:
-            moment = parse_timestamp(now)
-        except ValueError as exc:
-            raise SourceError(f"--now: {exc}") from None
-        return lambda: moment
-    return clock
-
-
-def _logical_now(now: Any) -> int | None:
-    if now is None or now == "":
-        return None
-    if isinstance(now, bool):
-        raise SourceError("--now for a tenant evidence store is a whole number (logical time)")
-    if isinstance(now, int):
-        return now
-    text = str(now).strip()
-    try:
-        return int(text)
-    except ValueError:
-        raise SourceError(
-            f"--now for a tenant evidence store is a whole number (logical time), got {now!r}"
-        ) from None
 
 
 Options = ParamSpec("Options")
@@ -248,6 +145,39 @@ def _recovered(
     return open_and_recover
 
 
+def _refuse_others_options(kind: StoreKind, options: Mapping[str, Any], path: Path) -> None:
+    """Options given for another kind of store than the one at ``path`` are refused."""
+    for other in REGISTRY:
+        given = options.get(other.name)
+        if other is kind or given is None:
+            continue
+        used = given.given_flags()
+        if used:
+            raise SourceError(
+                f"{', '.join(used)} applies to {other.options_apply_to}; {path} is not one"
+            )
+
+
+def names_remote_store(options: Mapping[str, Any] | None) -> bool:
+    """Whether ``options`` name a store to open without a path (a Qdrant server)."""
+    split = REGISTRY.split_options(options or {})
+    return any(k.remote is not None and k.remote.named_by(split[k.name]) for k in REGISTRY)
+
+
+def _open_remote(
+    path: str | Path | None, options: Mapping[str, Any], request: OpenRequest
+) -> MemorySource | None:
+    """The store the options name without a path (a server), or None."""
+    for kind in REGISTRY:
+        remote = kind.remote
+        if remote is None or not remote.named_by(options[kind.name]):
+            continue
+        if path:
+            raise SourceError(f"give a store PATH or {remote.flag}, not both")
+        return remote.open(request, options[kind.name])
+    return None
+
+
 @_recovered
 def open_source(
     path: str | Path | None,
@@ -260,12 +190,8 @@ def open_source(
     embedder: Embedder | None = None,
     operator: str | None = None,
     cache_root: Path | None = None,
-    collection: str | None = None,
-    qdrant_url: str | None = None,
-    api_key: str | None = None,
-    qdrant_client: Any = None,
-    memory_mode: str | None = None,
-    mem0_history: str | Path | None = None,
+    options: Mapping[str, Any] | None = None,
+    **kind_options: Any,
 ) -> MemorySource:
     """Open the memory store at ``path`` behind the ``MemorySource`` interface.
 
@@ -277,8 +203,11 @@ def open_source(
       time-based stores, a whole number for a logical-time store.
     - ``cache_root``: where the keyword index of a foreign store is cached
       (default ``$XDG_CACHE_HOME/memtui/sources``).
-    - Qdrant (``memtui.sources.qdrant``): ``collection`` picks one (else the
-      Cyber-AutoAgent or mem0 collection, else ``CollectionChoiceError``);
+    - ``options`` (and ``kind_options``): options of one kind of store, handed
+      to that kind only (``Registry.split_options``): a kind's name with its
+      options object, or one option by name. Qdrant's
+      (``memtui.sources.kinds.QdrantOptions``): ``collection`` picks one (else
+      the Cyber-AutoAgent or mem0 collection, else ``CollectionChoiceError``);
       ``qdrant_url`` (and ``api_key``, or a ready ``qdrant_client``) opens a
       server instead of ``path``; ``memory_mode`` (``operation``/``shared``)
       applies Cyber-AutoAgent's scope rule; ``mem0_history`` names mem0's
@@ -287,86 +216,26 @@ def open_source(
     Every open purges memtui's cached copy of a record an interrupted forget
     removed from the store (``recover_interrupted_forgets``).
     """
-    qdrant_options = {"memory_mode": memory_mode, "mem0_history": mem0_history}
-    if qdrant_url is not None or qdrant_client is not None:
-        if path:
-            raise SourceError("give a store PATH or --qdrant-url, not both")
-        from memtui.sources.qdrant import open_qdrant_server
-
-        return open_qdrant_server(
-            qdrant_url or ":memory:",
-            api_key=api_key,
-            collection=collection,
-            client=qdrant_client,
-            read_only=read_only is True or not allow_writes,
-            options=qdrant_options,
-            cache_root=cache_root,
-            audit_db=audit_db,
-            clock=_clock_from(now, clock),
-            operator=operator,
-        )
+    split = REGISTRY.split_options({**(options or {}), **kind_options})
+    request = OpenRequest(
+        read_only=read_only,
+        allow_writes=allow_writes,
+        audit_db=audit_db,
+        now=now,
+        clock=clock,
+        embedder=embedder,
+        operator=operator,
+        cache_root=cache_root,
+    )
+    remote = _open_remote(path, split, request)
+    if remote is not None:
+        return remote
     if path is None or str(path) == "":
-        raise SourceError("give a store PATH (or --qdrant-url URL for a Qdrant server)")
-    path = Path(path)
-    kind, schema, _version = recognize(path)
-    if kind != "qdrant" and (collection or api_key or any(qdrant_options.values())):
-        used = [
-            name
-            for name, value in (
-                ("--collection", collection),
-                ("--api-key", api_key),
-                ("--memory-mode", memory_mode),
-                ("--mem0-history", mem0_history),
-            )
-            if value
-        ]
-        raise SourceError(f"{', '.join(used)} applies to Qdrant stores; {path} is not one")
-    if kind == "memtui":
-        writable = read_only is not True
-        if writable and not path.exists():
-            raise SourceError(f"no database at {path}; check the path")
-        empty = empty_database_problem(path) if path.exists() else None
-        if empty is not None:
-            raise SourceError(empty)
-        store = MemoryStore(
-            path,
-            read_only=not writable,
-            clock=_clock_from(now, clock),
-            embedder=embedder,
-            operator=operator,
+        hints = " or ".join(
+            f"{k.remote.flag} URL for {k.remote.what}" for k in REGISTRY if k.remote
         )
-        return NativeSource(store)
-    foreign_read_only = read_only is True or not allow_writes
-    common: dict[str, Any] = {
-        "read_only": foreign_read_only,
-        "operator": operator,
-        "audit_db": audit_db,
-        "cache_root": cache_root,
-    }
-    if kind == "tenant-evidence":
-        from memtui.sources.tenant import TenantEvidenceSource
-
-        table = tenant_table(schema)
-        assert table is not None
-        return TenantEvidenceSource(path, table=table, logical_now=_logical_now(now), **common)
-    common["clock"] = _clock_from(now, clock)
-    if kind == "langgraph":
-        from memtui.sources.langgraph import LangGraphSource
-
-        return LangGraphSource(path, **common)
-    if kind == "preferences":
-        from memtui.sources.preferences import PreferenceSource
-
-        return PreferenceSource(path, **common)
-    if kind == "letta":
-        from memtui.sources.letta import LettaSource
-
-        return LettaSource(path, **common)
-    if kind == "qdrant":
-        from memtui.sources.qdrant import open_qdrant_folder
-
-        if path.is_file():  # a collection's storage.sqlite: its folder is two levels up
-            collection = collection or path.parent.name
-            path = path.parent.parent.parent
-        return open_qdrant_folder(path, collection=collection, options=qdrant_options, **common)
-    raise SourceError(f"{path}: no adapter for {kind}")  # pragma: no cover
+        raise SourceError(f"give a store PATH (or {hints})" if hints else "give a store PATH")
+    path = Path(path)
+    kind, found = recognize_kind(path)
+    _refuse_others_options(kind, split, path)
+    return kind.open(found, request, split.get(kind.name))

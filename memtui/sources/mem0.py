@@ -27,50 +27,36 @@
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memtui.config import current
 from memtui.core.records import format_timestamp
 from memtui.sources.base import (
     DetailSection,
-    FileIdentity,
     SourceError,
     SourceRecord,
     SourceSummary,
     require_reason,
 )
 from memtui.sources.foreign import Erasure, GapsOutcome
+from memtui.sources.mem0_history import (
+    TEXT_COLUMNS,
+    HistoryRow,
+    Mem0History,
+    history_candidates,
+)
 from memtui.sources.qdrant import (
-    BUSY_TIMEOUT_MS,
-    FolderBackend,
     PointData,
     QdrantSource,
-    _uri,
     pid_of,
+    purge_sqlite,
     record_id_of,
-    stat_key,
+    text_of,
 )
 
-HISTORY_FILE = "history.db"
-# logical column -> the names mem0 releases gave it, newest first
-HISTORY_COLUMNS: dict[str, tuple[str, ...]] = {
-    "id": ("id",),
-    "memory_id": ("memory_id",),
-    "old_memory": ("old_memory", "prev_value"),
-    "new_memory": ("new_memory", "new_value"),
-    "event": ("event",),
-    "created_at": ("created_at", "timestamp"),
-    "updated_at": ("updated_at",),
-    "is_deleted": ("is_deleted",),
-    "actor_id": ("actor_id",),
-    "role": ("role",),
-}
-TEXT_COLUMNS = ("old_memory", "new_memory")
 CORE_KEYS = {
     "data",
     "hash",
@@ -86,160 +72,6 @@ CORE_KEYS = {
     "expiration_date",
     "memory_type",
 }
-
-
-@dataclass(frozen=True)
-class HistoryRow:
-    rowid: int
-    id: Any
-    memory_id: str
-    old_memory: str | None
-    new_memory: str | None
-    event: str | None
-    created_at: Any
-    updated_at: Any
-    is_deleted: Any
-    actor_id: Any
-    role: Any
-
-    def texts(self) -> list[str]:
-        return [t for t in (self.old_memory, self.new_memory) if isinstance(t, str) and t]
-
-
-class Mem0History:
-    """mem0's ``history.db``, read with the columns it really has."""
-
-    def __init__(self, path: Path, *, writable: bool, found: str) -> None:
-        self.path = path
-        self.found = found
-        self.writable = writable
-        self.identity = FileIdentity.of(path)  # before it is opened
-        try:
-            mode = "rw" if writable else "ro"
-            self.conn = sqlite3.connect(
-                _uri(path, mode=mode), uri=True, isolation_level=None, check_same_thread=False
-            )
-            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            if writable:
-                self.conn.execute("PRAGMA secure_delete = ON")
-            else:
-                self.conn.execute("PRAGMA query_only = ON")
-            tables = {
-                r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-            }
-        except sqlite3.Error as exc:
-            raise SourceError(f"cannot open the mem0 history {path}: {exc}") from None
-        if "history" not in tables:
-            self.conn.close()
-            raise SourceError(f"{path} has no history table: not a mem0 history.db")
-        have = [r[1] for r in self.conn.execute("PRAGMA table_info(history)")]
-        self.columns: dict[str, str | None] = {
-            logical: next((c for c in names if c in have), None)
-            for logical, names in HISTORY_COLUMNS.items()
-        }
-        if not self.columns["memory_id"] or not (
-            self.columns["old_memory"] or self.columns["new_memory"]
-        ):
-            self.conn.close()
-            raise SourceError(
-                f"{path}: its history table has no memory_id/old_memory/new_memory columns "
-                f"(found: {', '.join(have)})"
-            )
-        self.has_messages = "messages" in tables
-
-    def _select(self) -> str:
-        cols = ", ".join(
-            f'"{self.columns[k]}"' if self.columns[k] else "NULL" for k in HISTORY_COLUMNS
-        )
-        return f"SELECT rowid, {cols} FROM history"
-
-    def _order(self) -> str:
-        created = self.columns["created_at"]
-        updated = self.columns["updated_at"]
-        keys = [f'"{created}"' if created else None, f'"{updated}"' if updated else None, "rowid"]
-        return " ORDER BY " + ", ".join(k for k in keys if k)
-
-    def rows(self, memory_id: str | None = None) -> list[HistoryRow]:
-        sql = self._select()
-        params: list[Any] = []
-        if memory_id is not None:
-            sql += f' WHERE "{self.columns["memory_id"]}" = ?'
-            params.append(memory_id)
-        try:
-            found = self.conn.execute(sql + self._order(), params).fetchall()
-        except sqlite3.Error as exc:
-            raise SourceError(f"reading {self.path} failed: {exc}") from None
-        return [HistoryRow(r[0], *r[1:]) for r in found if r[2] is not None]
-
-    def by_memory(self) -> dict[str, list[HistoryRow]]:
-        out: dict[str, list[HistoryRow]] = {}
-        for row in self.rows():
-            out.setdefault(str(row.memory_id), []).append(row)
-        return out
-
-    def memory_ids(self) -> set[str]:
-        column = self.columns["memory_id"]
-        return {
-            str(r[0])
-            for r in self.conn.execute(f'SELECT DISTINCT "{column}" FROM history')
-            if r[0] is not None
-        }
-
-    def messages(self) -> int | None:
-        if not self.has_messages:
-            return None
-        return self.conn.execute("SELECT count(*) FROM messages").fetchone()[0]
-
-    def messages_containing(self, texts: Sequence[str]) -> int:
-        if not self.has_messages or not texts:
-            return 0
-        have = [r[1] for r in self.conn.execute("PRAGMA table_info(messages)")]
-        if "content" not in have:
-            return 0
-        count = 0
-        for text in {t for t in texts if t}:
-            count += self.conn.execute(
-                "SELECT count(*) FROM messages WHERE instr(content, ?) > 0", (text,)
-            ).fetchone()[0]
-        return count
-
-    def clear(self, memory_ids: Sequence[str]) -> int:
-        """Clear the text of every history row of these memories (the events stay)."""
-        sets = ", ".join(f'"{self.columns[c]}" = NULL' for c in TEXT_COLUMNS if self.columns[c])
-        where = f'"{self.columns["memory_id"]}" = ?'
-        conn = self.conn
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            cleared = 0
-            for memory_id in memory_ids:
-                cleared += conn.execute(
-                    f"UPDATE history SET {sets} WHERE {where}", (memory_id,)
-                ).rowcount
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        return cleared
-
-    def state_key(self) -> Any:
-        return [stat_key(self.path), stat_key(Path(str(self.path) + "-wal"))]
-
-    def close(self) -> None:
-        self.conn.close()
-
-
-def history_candidates(folder: Path | None, explicit: Path | None) -> list[tuple[Path, str]]:
-    if explicit is not None:
-        return [(explicit, "given with --mem0-history")]
-    out: list[tuple[Path, str]] = []
-    if folder is not None:
-        out.append((folder / HISTORY_FILE, "inside the Qdrant folder"))
-        out.append((folder.parent / HISTORY_FILE, "next to the Qdrant folder"))
-    env = current().mem0_dir
-    if env:
-        out.append((env / HISTORY_FILE, "in $MEM0_DIR"))
-    out.append((Path.home() / ".mem0" / HISTORY_FILE, "in ~/.mem0"))
-    return out
 
 
 def _expiration(value: Any) -> date | None:
@@ -405,7 +237,7 @@ class Mem0Source(QdrantSource):
             id=record_id_of(point.pid),
             tier="procedural" if procedural else "memory",
             record_type="procedural_memory" if procedural else "memory",
-            content=payload.get("data") if isinstance(payload.get("data"), str) else "",
+            content=text_of(payload.get("data")),
             scope={k: _scope(payload.get(k)) for k in self.scope_keys},
             created_at=_text(payload.get("created_at")),
             expires_at=expires if isinstance(expires, str) else None,
@@ -593,8 +425,7 @@ class Mem0Source(QdrantSource):
             checks.update(self._delete_point(point, record))
         details["point_deleted"] = point is not None
         probes = [t.encode("utf-8")[:256] for t in texts if len(t.encode("utf-8")) >= 8]
-        if isinstance(self.backend, FolderBackend):
-            self._probe_plan.setdefault(str(self.backend.storage), []).extend(probes)
+        self.backend.add_probes(self._probe_plan, probes)
         if self.history is not None:
             details["messages_with_same_text"] = self.history.messages_containing(sorted(texts))
             details["history_rows_cleared"] = self.history.clear([memory_id])
@@ -606,8 +437,11 @@ class Mem0Source(QdrantSource):
     def _purge_extra(self) -> tuple[dict[str, bool], dict[str, Any]]:
         if self.history is None or str(self.history.path) not in self._probe_plan:
             return {}, {}
-        return self._purge_connection(
-            self.history.conn, self.history.path, self._probe_plan[str(self.history.path)]
+        return purge_sqlite(
+            self.history.conn,
+            self.history.path,
+            self._probe_plan[str(self.history.path)],
+            self.record_value_columns(),
         )
 
     def forget_gaps_preview(self) -> dict[str, Any]:
@@ -652,13 +486,15 @@ class Mem0Source(QdrantSource):
                     )
                 }
                 details: dict[str, Any] = {"history_rows_cleared": cleared}
-                purged = [(history.conn, history.path)]
-                if isinstance(self.backend, FolderBackend) and self.backend.conn is not None:
-                    purged.append((self.backend.conn, self.backend.storage))
-                for conn, path in purged:
-                    c, d = self._purge_connection(conn, path, probes)
-                    checks.update(c)
-                    details.update(d)
+                columns = self.record_value_columns()
+                c, d = purge_sqlite(history.conn, history.path, probes, columns)
+                checks.update(c)
+                details.update(d)
+                plan: dict[str, list[bytes]] = {}
+                self.backend.add_probes(plan, probes)
+                c, d = self.backend.purge(plan, columns)
+                checks.update(c)
+                details.update({k: v for k, v in d.items() if k != "server_storage"})
                 self._reload()
                 return Erasure(checks=checks, details=details, removed=list(ids))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,20 +41,21 @@ def run_app(
     audit_db: Path | None = None,
     now: str | None = None,
     embedder: Any = None,
-    **qdrant: Any,
+    options: Mapping[str, Any] | None = None,
 ) -> None:
     """Open the store at ``path`` (or a Qdrant server) and run the app until the operator quits.
 
     Every store opens as a ``MemorySource`` in the one app: a memtui database with
     every native feature, any other store through its adapter (read-only unless
-    ``allow_writes``). The settings are the command's (``memtui.config.current``); the
-    keymap file is read first, so a bad one stops the start before anything opens.
+    ``allow_writes``). ``options`` are one kind of store's (``open_source``). The
+    settings are the command's (``memtui.config.current``); the keymap file is read
+    first, so a bad one stops the start before anything opens.
     """
     from memtui.tui.keymap import load_keymap
 
     config = current()
     keymap = load_keymap(config.keymap_path)
-    options = {k: v for k, v in qdrant.items() if v is not None}
+    options = {k: v for k, v in (options or {}).items() if v is not None}
     opening: dict[str, Any] = dict(
         read_only=read_only,
         allow_writes=allow_writes,
@@ -66,7 +67,7 @@ def run_app(
     from memtui.sources.qdrant import CollectionChoiceError
 
     try:
-        source = open_app_source(path, **opening, **options)
+        source = open_app_source(path, **opening, options=options)
     except CollectionChoiceError as several:
         if not several.collections:
             raise
@@ -74,7 +75,7 @@ def run_app(
         if name is None:
             return  # the operator quit the picker
         options = {**options, "collection": name}
-        source = open_app_source(path, **opening, **options)
+        source = open_app_source(path, **opening, options=options)
     app = None
     try:
         from memtui.tui.app import make_app
@@ -83,7 +84,7 @@ def run_app(
             source,
             operator=operator,
             embedder=embedder,
-            reopen=lambda: open_app_source(path, **opening, **options),
+            reopen=lambda: open_app_source(path, **opening, options=options),
             poll_interval=config.poll_interval,
         )
         app.set_keymap(keymap)
@@ -106,19 +107,20 @@ def open_app_source(
     read_only: bool = False,
     allow_writes: bool = False,
     clock: Callable[[], datetime] | None = None,
-    **options: Any,
+    options: Mapping[str, Any] | None = None,
+    **opening: Any,
 ) -> MemorySource:
     """Any store memtui recognizes, behind ``MemorySource`` (foreign ones read-only by default).
 
     A memtui database opens with the app's short busy timeout (``Config.busy_timeout_ms``);
     a path that does not exist is an error, never a new empty file.
     """
-    if path is not None and not options.get("qdrant_url"):
+    from memtui.sources.detect import names_remote_store, recognize
+
+    if path is not None and not names_remote_store(options):
         path = Path(path)
         if not path.exists():
             open_app_store(path, read_only=read_only, clock=clock)  # raises "no database at"
-        from memtui.sources.detect import recognize
-
         if recognize(path)[0] == "memtui":
             from memtui.sources.native import NativeSource
 
@@ -130,5 +132,6 @@ def open_app_source(
         read_only=True if read_only else None,
         allow_writes=allow_writes and not read_only,
         clock=clock,
-        **options,
+        options=options,
+        **opening,
     )

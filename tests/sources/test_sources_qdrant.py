@@ -683,7 +683,7 @@ def test_the_cli_opens_a_server_with_qdrant_url(server, tmp_path, monkeypatch):
         seen.update(url=url, api_key=api_key)
         return server
 
-    monkeypatch.setattr("memtui.sources.qdrant.make_client", fake_client)
+    monkeypatch.setattr("memtui.sources.qdrant.opening.make_client", fake_client)
     monkeypatch.setattr(server, "close", lambda **kw: None)  # the fixture closes it
     url = "http://qdrant.test:6333"
     runner = CliRunner()
