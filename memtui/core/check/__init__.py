@@ -17,7 +17,7 @@ from memtui.core.check.report import (
     AuditHead,
     CheckReport,
     Finding,
-    StoreKind,
+    Recognizer,
     describe_error,
     parse_audit_head,
 )
@@ -26,7 +26,7 @@ __all__ = [
     "AuditHead",
     "CheckReport",
     "Finding",
-    "StoreKind",
+    "Recognizer",
     "check_database",
     "describe_error",
     "head_problem",

@@ -14,7 +14,7 @@ from memtui.core.check.report import (
     AuditHead,
     Checker,
     CheckReport,
-    StoreKind,
+    Recognizer,
     describe_error,
     parse_audit_head,
 )
@@ -33,7 +33,7 @@ def check_database(
     path: str | Path,
     *,
     audit_head: AuditHead | str | None = None,
-    store_kind: StoreKind | None = None,
+    store_kind: Recognizer | None = None,
 ) -> CheckReport:
     """Run every check on the database at ``path`` and report what each found.
 

@@ -83,11 +83,11 @@ def describe_error(exc: BaseException) -> str:
 
 #: What kind of store the file at a path is (a kind ``memtui.sources`` recognizes, such
 #: as ``langgraph``); it raises for a file no source recognizes.
-StoreKind = Callable[[Path], str]
+Recognizer = Callable[[Path], str]
 
 
 class Checker:
-    def __init__(self, path: Path, store_kind: StoreKind | None = None) -> None:
+    def __init__(self, path: Path, store_kind: Recognizer | None = None) -> None:
         self.path = path
         self.store_kind = store_kind
         self.report = CheckReport(str(path), [], [])

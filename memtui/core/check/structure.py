@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memtui.core.check.audit import APPEND_ONLY
-from memtui.core.check.report import Checker, StoreKind, describe_error
+from memtui.core.check.report import Checker, Recognizer, describe_error
 from memtui.core.index import FTS_TABLE
 from memtui.core.store import MemoryStore
 from memtui.core.store.files import uri_path
@@ -88,7 +88,7 @@ def check_schema(query: Query, checker: Checker, state: dict[str, object]) -> No
         )
 
 
-def _foreign_store(path: Path, store_kind: StoreKind | None) -> str | None:
+def _foreign_store(path: Path, store_kind: Recognizer | None) -> str | None:
     """What a store memtui recognizes (``store_kind``) but did not write is, in words;
     None for a memtui database, a file no source recognizes, or no ``store_kind``."""
     if store_kind is None:
