@@ -29,7 +29,7 @@ from textual.worker import Worker, get_current_worker
 
 from memtui.core.arithmetic import lane_places
 from memtui.core.cancel import Cancelled
-from memtui.core.search import DEFAULT_WEIGHTS, SearchResponse
+from memtui.core.search import DEFAULT_WEIGHTS, SearchRequest, SearchResponse
 from memtui.render import escape_controls, one_line, safe_text
 from memtui.sources.base import MemorySource, SourceRecord
 from memtui.tui.base import Pane, fill_select
@@ -131,7 +131,9 @@ def weights_from_tenths(keyword_tenths: int) -> dict[str, float]:
 
 
 def rank_change(result: Any) -> Text:
-    previous = result.trace.get("previous_rank", result.rank)
+    previous = result.trace.previous_rank
+    if previous is None:
+        previous = result.rank
     if previous is None:
         return Text("new", style="bold cyan")
     moved = previous - result.rank
@@ -530,13 +532,15 @@ class SearchPane(Pane):
             self.app.call_from_thread(self._show_build_progress, generation, None)
         try:
             response = source.search(
-                text,
-                embedder=self.memtui.embedder,
-                limit=self.result_limit,
-                filters=filters,
-                progress=reporter(KEYWORD_INDEX),
-                cancelled=lambda: worker.is_cancelled,
-                vector_progress=reporter("the vector cache", QUIET_BUILD_SECONDS),
+                SearchRequest(
+                    text,
+                    embedder=self.memtui.embedder,
+                    limit=self.result_limit,
+                    filters=filters,
+                    progress=reporter(KEYWORD_INDEX),
+                    cancelled=lambda: worker.is_cancelled,
+                    vector_progress=reporter("the vector cache", QUIET_BUILD_SECONDS),
+                )
             )
         except Cancelled:
             return  # a newer search, or escape: nothing of this one is shown
@@ -635,13 +639,13 @@ class SearchPane(Pane):
         if action == "stop_search":
             return self.searching  # escape means nothing here otherwise
         if action == "more_results":  # only when the search left results out
-            if self.base is None or not self.base.trace.get("truncated"):
+            if self.base is None or not self.base.trace.truncated:
                 return False
             return None if self.searching else True
         return True
 
     def action_more_results(self) -> None:
-        if self.base is None or not self.base.trace.get("truncated") or self.searching:
+        if self.base is None or not self.base.trace.truncated or self.searching:
             return
         self.result_limit += RESULT_LIMIT
         self.run_search(self.query_text, keep_place=True)
@@ -649,10 +653,10 @@ class SearchPane(Pane):
     def action_shift_weight(self, tenths: int) -> None:
         if self.base is None:
             return
-        if self.base.trace.get("fallback"):
+        if self.base.trace.fallback:
             self.notify_once(
                 "The vector lane did not run for this search, so weights cannot move: "
-                + escape_controls(str(self.base.trace["fallback"])),
+                + escape_controls(str(self.base.trace.fallback)),
                 title="Keyword only",
                 severity="warning",
                 markup=False,
@@ -680,7 +684,7 @@ class SearchPane(Pane):
         if response is None:
             return
         if not response.results:
-            note = response.trace.get("note") or "No live record matches this query in this scope."
+            note = response.trace.note or "No live record matches this query in this scope."
             results.add_option(Option(safe_text(note, style="dim"), disabled=True))
             return
         width = id_width([result.id for result in response.results])
@@ -720,8 +724,8 @@ class SearchPane(Pane):
         else:
             content.append("(record no longer on file)", style="dim")
         lanes = Text()
-        lanes.append("K" if result.trace["keyword"]["raw"] is not None else "·", KEYWORD_STYLE)
-        lanes.append("V" if result.trace["vector"]["raw"] is not None else "·", VECTOR_STYLE)
+        lanes.append("K" if result.trace.keyword.raw is not None else "·", KEYWORD_STYLE)
+        lanes.append("V" if result.trace.vector.raw is not None else "·", VECTOR_STYLE)
         cells = [
             Text(marker, style="dim"),
             Text(str(result.rank)),
@@ -746,7 +750,7 @@ class SearchPane(Pane):
         worked out once per response."""
         if self._places_of is None or self._places_of[0] is not response:
             candidates = response.candidates or response.results
-            self._places_of = (response, lane_places(candidates, response.trace["pools"]))
+            self._places_of = (response, lane_places(candidates, response.trace.pools))
         return self._places_of[1]
 
     def _refresh_option(self, record_id: str) -> None:
@@ -786,7 +790,7 @@ class SearchPane(Pane):
             return
         result = next((r for r in self.response.results if r.id == record_id), None)
         trace = self.response.trace
-        if result is None or trace.get("keyword_lane_error") or not trace.get("terms", True):
+        if result is None or trace.keyword_lane_error or not trace.terms:
             return
         # A record the keyword lane did not return is explained too: which query terms
         # occur in it says why (a term missing, or a match outside the lane's pool).
@@ -841,7 +845,7 @@ class SearchPane(Pane):
         wording shortens, then the pools go, then the reasons, before anything is cut.
         """
         weights = weights_from_tenths(self.keyword_tenths)
-        fallback = self.base.trace.get("fallback") if self.base is not None else None
+        fallback = self.base.trace.fallback if self.base is not None else None
         default = self.keyword_tenths == DEFAULT_KEYWORD_TENTHS
 
         def weight_part(label: bool, note: str) -> Text:
@@ -913,17 +917,17 @@ class SearchPane(Pane):
             trace = self.base.trace
             shown = len(self.response.results) if self.response else 0
             found = Text(style="bold")
-            if trace.get("truncated"):
-                found.append(f"{shown:,} of {int(trace.get('candidates') or 0):,} results")
+            if trace.truncated:
+                found.append(f"{shown:,} of {trace.candidates:,} results")
             else:
                 found.append(plural(shown, "result"))
             out = [found]
-            pools = trace.get("pools", {})
-            if trace.get("keyword_lane_error"):
+            pools = trace.pools
+            if trace.keyword_lane_error:
                 out.append(Text("keyword lane FAILED", style="bold red"))
-            elif not pools.get("keyword", {}).get("size") and trace.get("terms"):
+            elif not pools["keyword"].size and trace.terms:
                 out.append(Text("no record has every term", style="dim"))
-            excluded = {k: int(v) for k, v in (trace.get("excluded") or {}).items() if v}
+            excluded = {k: int(v) for k, v in trace.excluded.items() if v}
             if excluded:
                 total = sum(excluded.values())
                 left = Text(f"{total:,} left out", style="dim")
@@ -936,8 +940,8 @@ class SearchPane(Pane):
             if pools_shown:
                 out.append(
                     Text(
-                        f"pools: keyword {pools.get('keyword', {}).get('size', 0):,}, "
-                        f"vector {pools.get('vector', {}).get('size', 0):,}",
+                        f"pools: keyword {pools['keyword'].size:,}, "
+                        f"vector {pools['vector'].size:,}",
                         style="dim",
                     )
                 )
