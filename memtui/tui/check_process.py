@@ -15,7 +15,10 @@ from memtui.core.store import MemoryStoreError
 CHECK_SCRIPT = """
 import json, sys
 from memtui.core.check import check_database
-print(json.dumps(check_database(sys.argv[1]).to_dict()))
+def store_kind(path):
+    from memtui.sources.detect import recognize
+    return recognize(path)[0]
+print(json.dumps(check_database(sys.argv[1], store_kind=store_kind).to_dict()))
 """
 CHECK_TIMEOUT = 600.0
 

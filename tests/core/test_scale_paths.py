@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from conftest import fixed_clock
 
+from memtui.core import index_db
 from memtui.core import store as store_module
 from memtui.core.embed import HashEmbedder
 from memtui.core.records import TIERS, format_timestamp
@@ -25,7 +26,13 @@ from memtui.core.search import (
 from memtui.core.search import hidden as hidden_module
 from memtui.core.search import keyword as keyword_module
 from memtui.core.search.keyword import keyword_lane
-from memtui.core.store import SCHEMA_VERSION, MemoryStore, MemoryStoreError, unpack_vector
+from memtui.core.store import (
+    SCHEMA_VERSION,
+    MemoryStore,
+    MemoryStoreError,
+    erasure_checks,
+    unpack_vector,
+)
 
 WORDS = "osprey kestrel heron plover curlew dunlin gannet petrel".split()
 PROFILES = [
@@ -120,7 +127,7 @@ def test_keyword_lane_equals_the_join_it_replaced(populated, monkeypatch, parall
     if parallel:  # the two-connection path that a big store takes, started at the first step
         monkeypatch.setattr(keyword_module, "_PARALLEL_MIN_ROWS", 0)
         monkeypatch.setattr(keyword_module, "_STEPS_PER_MATCH", 0)
-        monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)
+        monkeypatch.setattr(index_db, "PROGRESS_STEPS", 1)
         side_query = MemoryStore.side_query
 
         def counted(self, *args):
@@ -342,7 +349,7 @@ def test_keyword_lane_clock_boundary_is_strict_with_the_cached_hidden_rows(tmp_p
 def test_scope_forget_verifies_the_index_word_by_word_or_one_by_one(
     tmp_path, monkeypatch, probe_each_max
 ):
-    monkeypatch.setattr(store_module, "_PROBE_EACH_MAX", probe_each_max)
+    monkeypatch.setattr(erasure_checks, "_PROBE_EACH_MAX", probe_each_max)
     with MemoryStore(tmp_path / "w.db", clock=fixed_clock) as store:
         for i in range(60):
             store.add_record(
@@ -442,7 +449,7 @@ def test_the_side_listing_starts_only_for_a_ranking_with_more_matches_than_it_ke
     """The listing beside the ranking starts once the ranking has stepped past N matches."""
     calls = []
     monkeypatch.setattr(keyword_module, "_PARALLEL_MIN_ROWS", 0)
-    monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)  # count every step
+    monkeypatch.setattr(index_db, "PROGRESS_STEPS", 1)  # count every step
     monkeypatch.setattr(MemoryStore, "side_query", lambda self, *args: calls.append(args))
     with MemoryStore(populated, clock=fixed_clock, read_only=True) as store:
         match = match_expression(["osprey"])

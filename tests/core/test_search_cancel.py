@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 from conftest import fixed_clock
 
-from memtui.core import store as store_module
-from memtui.core import vector_cache, vector_matrix
+from memtui.core import index_db, vector_cache, vector_matrix
 from memtui.core.cancel import Cancelled
 from memtui.core.embed import HashEmbedder
 from memtui.core.search import hybrid_search
@@ -47,7 +46,7 @@ def test_a_search_cancelled_before_it_starts_raises(store):
 
 
 def test_the_running_ranking_statement_is_stopped_and_the_store_goes_on(store, monkeypatch):
-    monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)  # the handler looks at every step
+    monkeypatch.setattr(index_db, "PROGRESS_STEPS", 1)  # the handler looks at every step
     cancelled = CallsUntil(3)  # 1: before the keyword lane; 2, 3: inside the statement
     with pytest.raises(Cancelled):
         hybrid_search(store, "gannet", cancelled=cancelled)
@@ -59,7 +58,7 @@ def test_the_running_ranking_statement_is_stopped_and_the_store_goes_on(store, m
 
 
 def test_an_uncancelled_search_is_the_same_with_or_without_the_callable(store, monkeypatch):
-    monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)
+    monkeypatch.setattr(index_db, "PROGRESS_STEPS", 1)
     plain = hybrid_search(store, "shag cormorant")
     watched = hybrid_search(store, "shag cormorant", cancelled=lambda: False)
     assert [(r.record_id, r.score) for r in watched.candidates] == [
