@@ -78,9 +78,7 @@ async def _drive(store: MemoryStore, embedder: Any, queries: list[str], repeats:
             response = pane.response
             if response is None:
                 return None
-            found = [
-                i for i, r in enumerate(response.results) if r.trace["keyword"]["raw"] is not None
-            ]
+            found = [i for i, r in enumerate(response.results) if r.trace.keyword.raw is not None]
             if not found:
                 return None
             record_id = response.results[found[0]].id

@@ -8,10 +8,10 @@ same run, on the same file and the same connection settings, and the ratio:
 - ingest: ``MemoryStore.ingest`` against raw ``executemany`` + FTS5
   ``rebuild`` + raw vector inserts into a fresh file of the same schema
   (measured when the file is generated; later runs print those figures);
-- keyword lane: ``_keyword_lane`` (pool, normalization, excluded counts)
+- keyword lane: ``keyword_lane`` (pool, normalization, excluded counts)
   against ``SELECT rowid, bm25(records_fts) FROM records_fts WHERE records_fts
   MATCH ? ORDER BY bm25(records_fts) LIMIT 100``;
-- vector lane: ``_vector_lane`` against a raw numpy top-100 (``M @ q``,
+- vector lane: ``vector_lane`` against a raw numpy top-100 (``M @ q``,
   ``argpartition``) on the same matrix;
 - app start: a fresh ``python`` running memtui's app headless to its first
   useful screen against one running a minimal Textual app (a ``DataTable`` and
@@ -50,17 +50,17 @@ import numpy as np
 
 from benchmarks import app_search, app_start
 from benchmarks import generate as gen
-from memtui.core import vector_cache
+from memtui.core import vector_cache, vector_matrix
 from memtui.core.search import (
-    _keyword_lane,
-    _query_vector,
-    _vector_lane,
     explain_keyword,
     hybrid_search,
     index_tokens,
     match_expression,
     sanitize_query,
 )
+from memtui.core.search.embedding import embed_query
+from memtui.core.search.keyword import keyword_lane
+from memtui.core.search.vector import vector_lane
 from memtui.core.store import FTS_TABLE, MemoryStore, _canonical
 
 DEFAULT_OUT = Path("/tmp/memtui-bench")
@@ -466,11 +466,11 @@ def _keyword_rows(
             ]
             ours, base = _interleaved(
                 matches,
-                lambda m: _keyword_lane(store, m, None, POOL),
+                lambda m: keyword_lane(store, m, None, POOL),
                 lambda m: raw.execute(RAW_FTS, (m,)).fetchall(),
                 repeats if kind == "common" else max(repeats, RARE_RUNS),
             )
-            sizes = [_keyword_lane(store, m, None, POOL)[2] for m in matches]
+            sizes = [keyword_lane(store, m, None, POOL)[2] for m in matches]
             out.append(
                 Row(
                     f"kw_{terms}_{kind}",
@@ -510,10 +510,10 @@ def _vector_rows(store: MemoryStore, embedder: Any, cases: dict, repeats: int) -
     loads, bases = [], []
     matrix_file = built.path
     for _ in range(max(1, min(repeats, 3))):
-        vector_cache._MEMORY.pop(store, None)
+        vector_matrix.HELD.pop(store, None)
         start = time.perf_counter()
         vector_cache.load(store)
-        _vector_lane(store, query, None, POOL)
+        vector_lane(store, query, None, POOL)
         loads.append((time.perf_counter() - start) * 1000)
         if matrix_file is not None:
             start = time.perf_counter()
@@ -526,7 +526,7 @@ def _vector_rows(store: MemoryStore, embedder: Any, cases: dict, repeats: int) -
     vectors = [embedder([q])[0] for group in cases.values() for q in group][: 4 * len(cases)]
     ours, base = _interleaved(
         vectors,
-        lambda v: _vector_lane(store, v, None, POOL),
+        lambda v: vector_lane(store, v, None, POOL),
         lambda v: _numpy_top(cached.matrix, np.asarray(v, dtype=np.float32)),
         repeats,
     )
@@ -614,11 +614,11 @@ def _breakdown(store: MemoryStore, embedder: Any, queries: list[str], repeats: i
             t0 = time.perf_counter()
             terms = index_tokens(store, sanitize_query(query))
             t1 = time.perf_counter()
-            _keyword_lane(store, match_expression(terms), None, POOL)
+            keyword_lane(store, match_expression(terms), None, POOL)
             t2 = time.perf_counter()
-            vector, _reason, _name = _query_vector(store, query, embedder)
+            vector, _reason, _name = embed_query(store, query, embedder)
             t3 = time.perf_counter()
-            _vector_lane(store, vector, None, POOL)
+            vector_lane(store, vector, None, POOL)
             t4 = time.perf_counter()
             parts["sanitize + tokenize"].append((t1 - t0) * 1000)
             parts["keyword lane"].append((t2 - t1) * 1000)
@@ -643,7 +643,7 @@ def _explain_and_lane_rows(
     pairs = []
     for query in cases["2_common"] + cases["1_rare"]:
         terms = index_tokens(store, sanitize_query(query))
-        lane, _excluded, _matched = _keyword_lane(store, match_expression(terms), None, POOL)
+        lane, _excluded, _matched = keyword_lane(store, match_expression(terms), None, POOL)
         for record_id in list(lane.raw)[:3]:
             pairs.append((query, record_id, match_expression(terms, any_terms=True)))
     ours, base = _interleaved(

@@ -61,14 +61,12 @@ def _search_view(store: MemoryStore, response: SearchResponse) -> dict[str, Any]
             "score": result.score,
             "keyword_score": result.keyword_score,
             "vector_score": result.vector_score,
-            "trace": result.trace,
+            "trace": result.trace.to_dict(),
         }
-        if result.trace["keyword"]["raw"] is not None:
-            entry["keyword_terms"] = explain_keyword(
-                store, response.trace["query"], result.record_id
-            )
+        if result.trace.keyword.raw is not None:
+            entry["keyword_terms"] = explain_keyword(store, response.trace.query, result.record_id)
         results.append(entry)
-    return {"trace": response.trace, "results": results}
+    return {"trace": response.trace.to_dict(), "results": results}
 
 
 def build_walkthrough(corpus: str | Path) -> dict[str, Any]:

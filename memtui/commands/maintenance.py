@@ -18,6 +18,7 @@ from memtui.commands.common import (
 from memtui.core.check import AuditHead, check_database, parse_audit_head
 from memtui.core.store import migrate_database
 from memtui.render import escape_controls, plural
+from memtui.sources.detect import recognize
 
 
 def _audit_head(ctx: click.Context, param: click.Parameter, value: str | None) -> AuditHead | None:
@@ -46,7 +47,7 @@ def check(db: Path, audit_head: AuditHead | None, as_json: bool) -> None:
 
     Exits 1 with one line per problem; notes do not fail the check.
     """
-    report = check_database(db, audit_head=audit_head)
+    report = check_database(db, audit_head=audit_head, store_kind=lambda p: recognize(p)[0])
     if as_json:
         emit_json(report.to_dict())
     else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -29,12 +30,11 @@ from memtui.commands.common import (
     source_options,
     warn_refused,
 )
+from memtui.commands.search_header import print_header
 from memtui.core.arithmetic import (
-    SHOWN_PLACES,
     LaneStep,
     arithmetic,
     bm25_digits,
-    fmt,
     lane_places,
     weight_text,
 )
@@ -42,6 +42,8 @@ from memtui.core.embed import EmbedderError, resolve_embedder
 from memtui.core.search import (
     DEFAULT_LIMIT,
     DEFAULT_POOL_SIZE,
+    LanePool,
+    SearchRequest,
     SearchResponse,
     SearchResult,
     check_weights,
@@ -50,7 +52,7 @@ from memtui.core.search import (
 )
 from memtui.core.store import MemoryStoreError
 from memtui.render import escape_controls, one_line, plural, safe_text
-from memtui.sources import SourceRecord
+from memtui.sources import MemorySource, SourceRecord
 
 
 def _parse_weights(
@@ -133,15 +135,7 @@ def search(
     is built once into memtui's cache folder, and the vector lane uses the
     store's own vectors with the --embedder given (same dimension).
     """
-    if len(args) == 2:
-        db: Path | None = Path(args[0])
-        query = args[1]
-    elif len(args) == 1 and qdrant.get("qdrant_url"):
-        db, query = None, args[0]
-    elif len(args) == 1:
-        raise click.UsageError("give the store and the query: DB QUERY")
-    else:
-        raise click.UsageError("too many arguments: DB QUERY (quote a query of several words)")
+    db, query = _store_and_query(args, qdrant)
     if not sanitize_query(query):  # refused before a store is opened or indexed
         raise _empty_query(empty_query_note(query))
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
@@ -150,53 +144,80 @@ def search(
         embedder = resolve_embedder(embedder_name)
         if embedder is None:
             keyword_only = True
+    request = SearchRequest(
+        query,
+        embedder=embedder,
+        limit=limit,
+        filters=filters,
+        weights=weights,
+        pool_size=pool_size,
+        any_terms=any_terms,
+        keyword_only=keyword_only,
+    )
     with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
-        source.check_filters(filters)
-        progress = None
-        if not source.index_status()["ready"]:  # a foreign store's index, built on first use
-            progress = _StderrProgress(f"indexing {escape_controls(source.label)} for search")
-        vector_progress = _StderrProgress(
-            "building the vector cache (once after vectors change)", after=QUIET_BUILD_SECONDS
-        )
-        response = source.search(
-            query,
-            embedder=embedder,
-            limit=limit,
-            filters=filters,
-            weights=weights,
-            pool_size=pool_size,
-            any_terms=any_terms,
-            keyword_only=keyword_only,
-            progress=progress,
-            vector_progress=vector_progress,
-        )
-        for shown in (progress, vector_progress):
-            if shown is not None:
-                shown.finish()
-        warn_refused(source)
-        if response.trace["empty_query"]:  # the index's tokenizer found no word either
-            raise _empty_query(response.trace["note"])
+        response = _searched(source, request)
         records = source.get_many(r.id for r in response.results)
         explanations = {}
         if explain:
             explanations = {
                 r.id: source.explain(query, r.id)
                 for r in response.results
-                if r.trace["keyword"]["raw"] is not None
+                if r.trace.keyword.raw is not None
             }
         if as_json:
             emit_json(_json(query, response, records, explanations))
             return
-        out = console()
-        pools = response.trace["pools"]
-        places = lane_places(response.candidates or response.results, pools) if explain else {}
-        _print_header(out, response, places)
-        if not response.results:
-            return
-        _print_table(out, response, records)
-        if explain:
-            for result in response.results:
-                _print_explanation(out, result, records.get(result.id), explanations, pools, places)
+        _print_results(console(), response, records, explanations if explain else None)
+
+
+def _store_and_query(args: tuple[str, ...], qdrant: dict[str, Any]) -> tuple[Path | None, str]:
+    """The store (None: a Qdrant server named by --qdrant-url) and the query."""
+    if len(args) == 2:
+        return Path(args[0]), args[1]
+    if len(args) == 1 and qdrant.get("qdrant_url"):
+        return None, args[0]
+    if len(args) == 1:
+        raise click.UsageError("give the store and the query: DB QUERY")
+    raise click.UsageError("too many arguments: DB QUERY (quote a query of several words)")
+
+
+def _searched(source: MemorySource, request: SearchRequest) -> SearchResponse:
+    """The search, with progress on stderr while it waits for a build."""
+    source.check_filters(request.filters)
+    progress = None
+    if not source.index_status()["ready"]:  # a foreign store's index, built on first use
+        progress = _StderrProgress(f"indexing {escape_controls(source.label)} for search")
+    vector_progress = _StderrProgress(
+        "building the vector cache (once after vectors change)", after=QUIET_BUILD_SECONDS
+    )
+    response = source.search(request.but(progress=progress, vector_progress=vector_progress))
+    for shown in (progress, vector_progress):
+        if shown is not None:
+            shown.finish()
+    warn_refused(source)
+    if response.trace.empty_query:  # the index's tokenizer found no word either
+        raise _empty_query(response.trace.note or "")
+    return response
+
+
+def _print_results(
+    out: Console,
+    response: SearchResponse,
+    records: dict[str, Any],
+    explanations: dict[str, dict[str, Any]] | None,
+) -> None:
+    """The header, the results table and, with --explain (``explanations``), each
+    result's arithmetic."""
+    pools = response.trace.pools
+    candidates = response.candidates or response.results
+    places = lane_places(candidates, pools) if explanations is not None else {}
+    print_header(out, response, places)
+    if not response.results:
+        return
+    _print_table(out, response, records)
+    if explanations is not None:
+        for result in response.results:
+            _print_explanation(out, result, records.get(result.id), explanations, pools, places)
 
 
 def _empty_query(note: str) -> click.ClickException:
@@ -256,153 +277,12 @@ def _json(
             "score": result.score,
             "keyword_score": result.keyword_score,
             "vector_score": result.vector_score,
-            **result.trace,
+            **result.trace.to_dict(),
         }
         if result.id in explanations:
             item["search"]["bm25"] = explanations[result.id]
         results.append(item)
-    return {"query": query, "trace": response.trace, "results": results}
-
-
-# ---------------------------------------------------------------- the header
-
-
-def _pool_line(lane: str, pool: dict[str, Any], trace: dict[str, Any], places: int) -> Text:
-    """``vector pool: 43 records with cosine > 0, min …, max …`` (the lane's normalization)."""
-    size = pool.get("size") or 0
-    limit = pool.get("limit")
-    best = "best " if limit is not None and size >= limit else ""
-    if lane == "keyword":
-        what, label = f"{best}{size} match{'' if size == 1 else 'es'}", "-bm25"
-        if trace.get("keyword_lane_error"):
-            what = "none (the keyword lane failed)"
-    else:
-        # A record shares nothing with the query at cosine <= 0: the lane leaves it out.
-        what, label = f"{best}{size} record{'' if size == 1 else 's'} with cosine > 0", "cosine"
-        if trace.get("fallback"):
-            what = "none (the vector lane is off)"
-    line = Text(f"{lane} pool: {what}")
-    if size:
-        low, high = pool.get("min"), pool.get("max")
-        line.append(f", {label} min {fmt(low, places)}, max {fmt(high, places)}")
-        if low is not None and low == high:
-            line.append(" (all-equal pool → 1.0)")
-    return line
-
-
-def _counts(counts: dict[str, Any]) -> str:
-    return ", ".join(
-        f"{key.replace('_', ' ')} {n}" for key, n in counts.items() if isinstance(n, int)
-    )
-
-
-def _lane_exclusions(trace: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Per-lane exclusion counts, wherever the trace holds them: ``excluded_by_lane``,
-    ``excluded[lane]``, ``pools[lane]["excluded"]`` or ``<lane>_excluded``."""
-    found: list[tuple[str, dict[str, Any]]] = []
-    by_lane = trace.get("excluded_by_lane")
-    if isinstance(by_lane, dict):
-        found.extend((lane, c) for lane, c in by_lane.items() if isinstance(c, dict))
-    excluded = trace.get("excluded") or {}
-    found.extend((lane, c) for lane, c in excluded.items() if isinstance(c, dict))
-    for lane, pool in (trace.get("pools") or {}).items():
-        if isinstance(pool, dict) and isinstance(pool.get("excluded"), dict):
-            found.append((lane, pool["excluded"]))
-    for key, counts in trace.items():
-        if key.endswith("_excluded") and isinstance(counts, dict):
-            found.append((key.removesuffix("_excluded"), counts))
-    return found
-
-
-def _print_left_out(out: Console, trace: dict[str, Any]) -> None:
-    """What the live rule and the filters left out, and of each lane when the trace says."""
-    excluded = trace.get("excluded") or {}
-    flat = _counts({key: n for key, n in excluded.items() if isinstance(n, int)})
-    matched = f"keyword matches: {trace.get('matched', 0)}"
-    per_lane = _lane_exclusions(trace)
-    if not any(isinstance(n, int) and n for _, counts in per_lane for n in counts.values()):
-        per_lane = []  # every lane's counts are zero: they would add nothing
-    if not per_lane:
-        out.print(Text(matched + (f"; left out: {flat}" if flat else ""), style="dim"))
-    else:
-        lanes = "; ".join(
-            f"{lane} lane: " + (_counts({k: n for k, n in counts.items() if n}) or "none")
-            for lane, counts in per_lane
-        )
-        out.print(Text(matched, style="dim"))
-        out.print(
-            Text(f"left out: {flat} ({lanes})" if flat else f"left out: {lanes}", style="dim")
-        )
-    missing = trace.get("vectors_missing")
-    if isinstance(missing, int) and missing > 0:
-        many = missing != 1
-        out.print(
-            Text(
-                f"{missing} live in-scope record{'s have' if many else ' has'} no stored vector: "
-                f"the vector lane cannot find {'them' if many else 'it'}",
-                style="yellow",
-            )
-        )
-
-
-def _print_header(out: Console, response: SearchResponse, places: dict[str, int]) -> None:
-    trace = response.trace
-    line = Text("query: ")
-    line.append(safe_text(trace["query"] or "(empty)", limit=200))
-    if trace["terms"]:
-        line.append("   terms: ")
-        line.append(safe_text(" · ".join(trace["terms"]), limit=300))
-        line.append("  (any term)" if trace["any_terms"] else "  (all required)", style="dim")
-    if line.cell_len > out.width and trace["terms"]:  # the terms on a line of their own
-        query, terms = line.divide([line.plain.index("   terms: ")])
-        out.print(query)
-        terms.plain.lstrip()
-        out.print(terms[3:])
-    else:
-        out.print(line)
-    if trace["empty_query"]:
-        out.print(safe_text(trace["note"] or "empty query", style="yellow"))
-        return
-    weights, default = trace["weights"], trace["default_weights"]
-    line = Text(
-        f"weights: keyword {weight_text(weights['keyword'])} · vector "
-        f"{weight_text(weights['vector'])}  (default {weight_text(default['keyword'])} · "
-        f"{weight_text(default['vector'])})   embedder: "
-    )
-    line.append(safe_text(trace.get("embedder") or "none", limit=80))
-    out.print(line)
-    if trace["fallback"]:
-        out.print(safe_text(f"fallback to keyword only: {trace['fallback']}", style="yellow"))
-    if trace["keyword_lane_error"]:
-        out.print(
-            safe_text(f"keyword lane error: {trace['keyword_lane_message']}", style="bold red")
-        )
-    pools = trace["pools"]
-    for lane in ("keyword", "vector"):
-        out.print(_pool_line(lane, pools[lane], trace, places.get(lane, SHOWN_PLACES)))
-    limit = pools["keyword"].get("limit")
-    if limit is not None:
-        out.print(
-            Text(
-                f"each lane's pool: its best {limit} (--pool), min-max normalized on its own",
-                style="dim",
-            )
-        )
-    _print_left_out(out, trace)
-    source = trace.get("source")
-    if source and source.get("kind") != "memtui":
-        out.print(safe_text(f"expiry: {source['expiry_rule']} (now {trace['now']})", style="dim"))
-    mode = trace.get("memory_mode")
-    if mode and mode.get("mode"):
-        dropped = " (the operation filter was dropped)" if mode.get("dropped") else ""
-        out.print(safe_text(f"{mode['rule']}{dropped}", style="dim"))
-    if not response.results:
-        out.print(Text("no results", style="yellow"))
-        return
-    shown = len(response.results)
-    note = " (truncated: raise --limit to see more)" if trace["truncated"] else ""
-    of = plural(trace["candidates"], "candidate")
-    out.print(Text(f"showing {shown} of {of}{note}", style="dim"))
+    return {"query": query, "trace": response.trace.to_dict(), "results": results}
 
 
 # ---------------------------------------------------------------- the table
@@ -525,13 +405,13 @@ def _fill(segments: list[str], head: str, width: int, break_before: int | None =
 
 def explanation_lines(
     result: SearchResult,
-    pools: dict[str, Any],
+    pools: Mapping[str, LanePool],
     width: int,
     places: dict[str, int] | None = None,
 ) -> list[str]:
     """The arithmetic of ``result``: one line (or two, when narrow) per lane, then the sum."""
     shown = arithmetic(result, pools, places)
-    fallback = bool(result.trace.get("fallback"))
+    fallback = bool(result.trace.fallback)
     lanes = [(f"  {step.lane:<8} ", _lane_segments(step, fallback)) for step in shown.steps]
     # When one lane's arithmetic needs two lines, each full one breaks at the same place,
     # before "= normalized × weight = part", so the lanes read alike.
@@ -551,7 +431,7 @@ def _print_explanation(
     result: SearchResult,
     record: Any,
     explanations: dict[str, dict[str, Any]],
-    pools: dict[str, Any],
+    pools: Mapping[str, LanePool],
     places: dict[str, int],
 ) -> None:
     out.print()
@@ -564,7 +444,7 @@ def _print_explanation(
     lines = explanation_lines(result, pools, out.width, places)
     for line in lines[:-1]:
         out.print(Text(line))
-    weights = result.trace["weights"]
+    weights = result.trace.weights
     recomputed = weights["keyword"] * result.keyword_score + weights["vector"] * result.vector_score
     adds_up = abs(recomputed - result.score) <= 1e-12 and arithmetic(result, pools, places).adds_up
     total = Text(lines[-1])
@@ -573,9 +453,9 @@ def _print_explanation(
         style="green" if adds_up else "bold red",
     )
     out.print(total)
-    if result.trace["fallback"]:
-        out.print(safe_text(f"  fallback: {result.trace['fallback']}", style="yellow"))
-    field = (result.trace.get("vector") or {}).get("field")
+    if result.trace.fallback:
+        out.print(safe_text(f"  fallback: {result.trace.fallback}", style="yellow"))
+    field = result.trace.vector.field
     if field is not None:  # a store with a vector per text field: the one that scored
         out.print(safe_text(f"  vector   best of its fields: {field}", style="dim"))
     detail = explanations.get(result.id)
@@ -603,7 +483,7 @@ def _print_explanation(
     out.print(Padding(table, (0, 0, 0, 2), expand=False))
     fts = detail["bm25"]
     line = f"  sum {digits.total} = -bm25() {digits.number(-fts if fts is not None else None)}"
-    raw = result.trace["keyword"]["raw"]
+    raw = result.trace.keyword.raw
     if digits.number(raw) != digits.total:
         line += f" (keyword raw {digits.number(raw)})"
     rows = detail["rows"]

@@ -19,18 +19,19 @@ from the digits shown, by hand, in exact decimals:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, localcontext
 from functools import partial
 from typing import Any
+
+from memtui.core.search.trace import LANES, LanePool, SearchResult
 
 SHOWN_PLACES = 6
 """Decimal places of every number in a breakdown (more only where needed)."""
 LISTED_PLACES = 4
 """Decimal places of a score in a results list (rounded half up)."""
 _MOST_PLACES = 24
-LANES = ("keyword", "vector")
 
 
 def fmt(value: float | None, places: int = SHOWN_PLACES) -> str:
@@ -143,15 +144,15 @@ def _normalizes(
 
 
 def arithmetic(
-    result: Any, pools: dict[str, Any], raw_places: dict[str, int] | None = None
+    result: SearchResult, pools: Mapping[str, LanePool], raw_places: dict[str, int] | None = None
 ) -> Arithmetic:
-    """The digits of ``result``'s breakdown (``pools``: its response's ``trace["pools"]``).
+    """The digits of ``result``'s breakdown (``pools``: its response's ``trace.pools``).
 
     ``raw_places`` (``lane_places``) gives each lane's raw, min and max at least that
     many decimals, so that they read alike in every breakdown of one search.
     """
     trace = result.trace
-    weights = {lane: Decimal(weight_text(trace["weights"][lane])) for lane in LANES}
+    weights = {lane: Decimal(weight_text(trace.weights[lane])) for lane in LANES}
     norms = {"keyword": float(result.keyword_score), "vector": float(result.vector_score)}
     score = shown(result.score, SHOWN_PLACES)
     listed = listed_score(result.score)
@@ -165,11 +166,11 @@ def arithmetic(
     norm_places = _places_for(adds_up, SHOWN_PLACES)
     steps = []
     for lane in LANES:
-        raw = trace[lane]["raw"]
+        raw = trace.lane(lane).raw
         norm = shown(norms[lane], norm_places)
-        texts = (f"{norm:f}", weight_text(trace["weights"][lane]), f"{norm * weights[lane]:f}")
-        pool = pools.get(lane) or {}
-        low, high = pool.get("min"), pool.get("max")
+        texts = (f"{norm:f}", weight_text(trace.weights[lane]), f"{norm * weights[lane]:f}")
+        pool = pools.get(lane)
+        low, high = (pool.min, pool.max) if pool is not None else (None, None)
         start = max(SHOWN_PLACES, (raw_places or {}).get(lane, SHOWN_PLACES))
         if raw is None:  # scores 0 in this lane, exactly
             steps.append(LaneStep(lane, None, None, None, "0", texts[1], "0", start))
@@ -183,7 +184,7 @@ def arithmetic(
     return Arithmetic(tuple(steps), f"{total:f}", f"{score:f}", listed)
 
 
-def lane_places(results: Iterable[Any], pools: dict[str, Any]) -> dict[str, int]:
+def lane_places(results: Iterable[SearchResult], pools: Mapping[str, LanePool]) -> dict[str, int]:
     """Decimals for each lane's raw scores, min and max: the most any of ``results`` needs
     (give a response's ``candidates``, every merged record, so that the digits do not depend
     on how many results are shown)."""

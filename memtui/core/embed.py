@@ -24,8 +24,11 @@ class EmbedderError(Exception):
 class Embedder(Protocol):
     """A callable from texts to float vectors, with a stable name and dimension."""
 
-    name: str
-    dim: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
 
     def __call__(self, texts: Sequence[str]) -> list[list[float]]: ...
 

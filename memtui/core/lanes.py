@@ -15,6 +15,10 @@ Refuted and expired records are excluded everywhere through the store's own
 live rule (``MemoryStore.scope_clause``). Lane output is advisory data: it
 orders work, it authorizes nothing.
 
+The lanes take the native ``MemoryStore``, not the engine's ``SearchIndex``:
+they read memtui's own columns (tier, record_type, profile hash, metadata)
+that a search index need not have.
+
 Similarity threshold
 --------------------
 Priors and negative evidence pool over profiles whose ``profile_similarity``

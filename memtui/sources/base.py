@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memtui.core.search import SearchResponse, rerank
+from memtui.core.search import SearchRequest, SearchResponse, rerank
 from memtui.sources.outcome import ForgetOutcome
 from memtui.sources.shapes import (
     CAPABILITIES,
@@ -272,28 +272,15 @@ class MemorySource(ABC):
     # -- search
 
     @abstractmethod
-    def search(
-        self,
-        query: str,
-        *,
-        embedder: Any = None,
-        limit: int = 10,
-        filters: Mapping[str, Any] | None = None,
-        weights: Mapping[str, float] | Sequence[float] | None = None,
-        pool_size: int = 100,
-        any_terms: bool = False,
-        keyword_only: bool = False,
-        progress: Progress | None = None,
-        cancelled: Callable[[], bool] | None = None,
-        vector_progress: Progress | None = None,
-    ) -> SearchResponse:
+    def search(self, request: SearchRequest | str, **options: Any) -> SearchResponse:
         """Hybrid search with the native breakdown; results are ``SourceSearchResult``.
 
-        ``progress`` follows a build of the keyword index (a foreign store's),
-        ``vector_progress`` a build of the vector matrix (the first vector
-        search after vectors changed). ``cancelled`` is polled while the search
-        runs; once it returns true the search stops and raises
-        ``memtui.core.cancel.Cancelled``.
+        ``request`` is a ``SearchRequest`` (or the query text, with its other
+        fields as keywords). Its ``progress`` follows a build of the keyword
+        index (a foreign store's), ``vector_progress`` a build of the vector
+        matrix (the first vector search after vectors changed). ``cancelled`` is
+        polled while the search runs; once it returns true the search stops and
+        raises ``memtui.core.cancel.Cancelled``.
         """
 
     def rerank(

@@ -38,6 +38,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from memtui.core.search import MemoryModeNote, SearchRequest
 from memtui.sources.base import (
     FIELD_SEPARATOR,
     DetailSection,
@@ -217,16 +218,17 @@ class CyberAutoAgentSource(QdrantSource):
             checked.pop("operation", None)
         return checked
 
-    def search(self, query: str, **kwargs: Any) -> Any:
-        asked = dict(kwargs.get("filters") or {})
-        response = super().search(query, **kwargs)
-        response.trace["memory_mode"] = {
-            "mode": self.memory_mode,
-            "rule": self.mode_rule(),
-            "dropped": ["operation"]
+    def search(self, request: SearchRequest | str, **options: Any) -> Any:
+        request = SearchRequest.of(request, **options)
+        asked = dict(request.filters or {})
+        response = super().search(request)
+        response.trace.memory_mode = MemoryModeNote(
+            mode=self.memory_mode,
+            rule=self.mode_rule(),
+            dropped=["operation"]
             if self.memory_mode == "shared" and "target" in asked and "operation" in asked
             else [],
-        }
+        )
         return response
 
     # -- summary

@@ -14,12 +14,18 @@ transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from memtui.core.embed import Embedder
-from memtui.core.search import SearchResponse, explain_keyword, hybrid_search
-from memtui.sources.base import Progress, SourceError, SourceSearchResult, wrap_results
+from memtui.core.search import (
+    SearchRequest,
+    SearchResponse,
+    SourceNote,
+    explain_keyword,
+    hybrid_search,
+)
+from memtui.sources.base import SourceError, SourceSearchResult, wrap_results
 from memtui.sources.foreign_erasure import (
     BYTE_CHECK_LIMIT,
     CHECKPOINT_RETRIES,
@@ -50,18 +56,6 @@ __all__ = [
 ]
 
 
-class _NamedEmbedder:
-    """The operator's embedder under the name the cache records for the store's vectors."""
-
-    def __init__(self, inner: Embedder, name: str) -> None:
-        self.inner = inner
-        self.name = name
-        self.dim = inner.dim
-
-    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.inner(texts)
-
-
 class ForeignSqliteSource(ForeignForgetting):
     """A memory store in a SQLite file that memtui did not write."""
 
@@ -71,94 +65,63 @@ class ForeignSqliteSource(ForeignForgetting):
         """The dimension of the store's vectors, None when it has none."""
         return None
 
-    def search(
-        self,
-        query: str,
-        *,
-        embedder: Embedder | None = None,
-        limit: int = 10,
-        filters: Mapping[str, Any] | None = None,
-        weights: Mapping[str, float] | Sequence[float] | None = None,
-        pool_size: int = 100,
-        any_terms: bool = False,
-        keyword_only: bool = False,
-        progress: Progress | None = None,
-        cancelled: Callable[[], bool] | None = None,
-        vector_progress: Progress | None = None,
-    ) -> SearchResponse:
-        filters = self.check_filters(filters)
+    def search(self, request: SearchRequest | str, **options: Any) -> SearchResponse:
+        request = SearchRequest.of(request, **options)
+        request = request.but(filters=self.check_filters(request.filters))
         with self._index_lock:
-            cache = self.index.store(progress)
-        recorded = cache.recorded_embedder()
-        reason: str | None = None
-        use: Embedder | None = None
-        if keyword_only:
-            reason = "keyword-only search was requested: the vector lane is off"
-        elif recorded is None:
-            reason = f"this {self.kind_label} has no stored vectors: the keyword lane ranks alone"
-        else:
-            dim = recorded["dim"]
-            if embedder is None:
-                reason = (
-                    f"no embedder for these {dim}-dim vectors: give one that makes {dim}-dim "
-                    "vectors with --embedder module:callable"
-                )
-            elif getattr(embedder, "dim", None) != dim:
-                reason = (
-                    f"no embedder for these {dim}-dim vectors: {embedder.name} makes "
-                    f"{embedder.dim}-dim vectors"
-                )
-            else:
-                use = _NamedEmbedder(embedder, recorded["name"])
+            cache = self.index.store(request.progress)
+        reason = self._vector_lane_off(request, cache.recorded_embedder())
+        if reason is not None:
+            request = request.but(embedder=None, keyword_only=True, keyword_only_reason=reason)
         response = hybrid_search(
             cache,  # type: ignore[arg-type]  # a SearchIndex, as the engine reads it
-            query,
-            embedder=use,
-            limit=limit,
-            filters=filters,
-            weights=weights,
-            pool_size=pool_size,
-            any_terms=any_terms,
-            keyword_only=use is None,
-            cancelled=cancelled,
-            vector_progress=vector_progress,
+            request.but(vectors_any_name=True),
         )
         trace = response.trace
-        if use is None:
-            if trace.get("fallback") is not None:
-                trace["fallback"] = reason
-            trace["embedder"] = None
-        else:
-            trace["embedder"] = embedder.name  # type: ignore[union-attr]
-            if trace.get("fallback"):
-                trace["fallback"] = trace["fallback"].replace(recorded["name"], embedder.name)  # type: ignore[index,union-attr]
-        trace["excluded"] = self.store_exclusions(trace.get("excluded") or {})
-        by_lane = trace.get("excluded_by_lane")
-        if isinstance(by_lane, dict):
-            trace["excluded_by_lane"] = {
-                lane: self.store_exclusions(counts) if isinstance(counts, dict) else counts
-                for lane, counts in by_lane.items()
-            }
-        trace["now"] = self.now_label()
-        trace["source"] = {
-            "kind": self.kind,
-            "expiry_rule": self.expiry_rule,
-            "index": str(self.index.path),
+        trace.excluded = self.store_exclusions(trace.excluded)
+        trace.excluded_by_lane = {
+            lane: self.store_exclusions(counts) for lane, counts in trace.excluded_by_lane.items()
         }
+        trace.now = self.now_label()
+        trace.source = SourceNote(
+            kind=self.kind, expiry_rule=self.expiry_rule, index=str(self.index.path)
+        )
         id_map = cache.source_ids_of(r.record_id for r in response.candidates)
         records = self.get_many(id_map.values())
 
         def adjust(result: Any, out: SourceSearchResult) -> SourceSearchResult:
-            out.trace["fallback"] = trace["fallback"]
             record = records.get(out.id)
             if record is not None:
                 out.created_at = record.created_at
                 out.expires_at = record.expires_at  # type: ignore[assignment]
-                out.trace["created_at"] = record.created_at
-                out.trace["expires_at"] = record.expires_at
+                out.trace = replace(
+                    out.trace, created_at=record.created_at, expires_at=record.expires_at
+                )
             return out
 
         return wrap_results(response, lambda key: id_map.get(key, f"?{key}"), adjust)
+
+    def _vector_lane_off(
+        self, request: SearchRequest, recorded: dict[str, Any] | None
+    ) -> str | None:
+        """Why the vector lane cannot run on the store's own vectors; None when it can."""
+        if request.keyword_only:
+            return "keyword-only search was requested: the vector lane is off"
+        if recorded is None:
+            return f"this {self.kind_label} has no stored vectors: the keyword lane ranks alone"
+        dim = recorded["dim"]
+        embedder = request.embedder
+        if embedder is None:
+            return (
+                f"no embedder for these {dim}-dim vectors: give one that makes {dim}-dim "
+                "vectors with --embedder module:callable"
+            )
+        if getattr(embedder, "dim", None) != dim:
+            return (
+                f"no embedder for these {dim}-dim vectors: {embedder.name} makes "
+                f"{embedder.dim}-dim vectors"
+            )
+        return None
 
     def store_exclusions(self, counts: Mapping[str, Any]) -> dict[str, Any]:
         """Exclusion counts in the store's words: the cache's ``refuted`` is the store's

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from memtui.core.records import format_timestamp
-from memtui.core.search import SearchResponse, cosine
+from memtui.core.search import SearchRequest, SearchResponse, cosine
 from memtui.core.secrets import is_secret_key
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
@@ -432,40 +432,41 @@ class LangGraphReads(ForeignSqliteSource):
         # The first field by name; a search puts in the field that wins for its query.
         return {rid: next(iter(fields.values())) for rid, fields in self.field_vectors().items()}
 
-    def search(self, query: str, **kwargs: Any) -> SearchResponse:
+    def search(self, request: SearchRequest | str, **options: Any) -> SearchResponse:
         """LangGraph's rule for an item with several vectors (several text fields
         indexed): it scores every field and keeps the best. The cached vector of such an
         item is the one of the field that wins for this query, so the vector lane's score
         is LangGraph's; such a result's breakdown names its field (``vector.field``)."""
+        request = SearchRequest.of(request, **options)
         several = {
             rid: vectors for rid, vectors in self.field_vectors().items() if len(vectors) > 1
         }
         winners: dict[str, str] = {}
         with self._index_lock:  # no other search sees the vectors of this one's query
-            query_vector = self._query_vector(query, kwargs) if several else None
+            query_vector = self._query_vector(request) if several else None
             if query_vector is not None:
                 for rid, vectors in several.items():
                     winners[rid] = max(
                         vectors, key=lambda name: cosine(query_vector, unpack_f32(vectors[name]))
                     )
-                cache = self.index.store(kwargs.get("progress"))
+                cache = self.index.store(request.progress)
                 cache.replace_vectors({rid: several[rid][winners[rid]] for rid in several})
-            response = super().search(query, **kwargs)
+            response = super().search(request)
         for result in response.candidates:
-            lane = result.trace.get("vector")
+            lane = result.trace.vector
             record_id = getattr(result, "id", None)
-            if isinstance(lane, dict) and lane.get("raw") is not None and record_id in winners:
-                lane["field"] = winners[record_id]
+            if lane.raw is not None and record_id in winners:
+                lane.field = winners[record_id]
         return response
 
-    def _query_vector(self, query: str, options: Mapping[str, Any]) -> list[float] | None:
+    def _query_vector(self, request: SearchRequest) -> list[float] | None:
         """The query's embedding when the vector lane will run on the store's vectors."""
-        embedder = options.get("embedder")
-        if embedder is None or options.get("keyword_only"):
+        embedder = request.embedder
+        if embedder is None or request.keyword_only:
             return None
         if getattr(embedder, "dim", None) != self.vector_dim():
             return None
         try:
-            return [float(v) for v in embedder([query])[0]]
+            return [float(v) for v in embedder([request.query])[0]]
         except Exception:  # the search itself reports a failing embedder
             return None

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memtui.core.embed import Embedder
 from memtui.core.lanes import (
     host_history,
     host_history_count,
@@ -18,7 +17,13 @@ from memtui.core.lanes import (
     similar_profiles,
 )
 from memtui.core.records import TIERS, MemoryRecord
-from memtui.core.search import SearchResponse, explain_keyword, hybrid_search
+from memtui.core.search import (
+    SearchRequest,
+    SearchResponse,
+    SourceNote,
+    explain_keyword,
+    hybrid_search,
+)
 from memtui.core.store import FILTER_ALLOWLIST, MemoryStore, MemoryStoreError
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
@@ -27,7 +32,6 @@ from memtui.sources.base import (
     ForgetOutcome,
     MemorySource,
     Page,
-    Progress,
     Scope,
     SourceError,
     SourceRecord,
@@ -298,37 +302,12 @@ class NativeSource(MemorySource, ScopeForgettable, Refutable, Revealable, HasLan
 
     # -- search
 
-    def search(
-        self,
-        query: str,
-        *,
-        embedder: Embedder | None = None,
-        limit: int = 10,
-        filters: Mapping[str, Any] | None = None,
-        weights: Mapping[str, float] | Sequence[float] | None = None,
-        pool_size: int = 100,
-        any_terms: bool = False,
-        keyword_only: bool = False,
-        progress: Progress | None = None,
-        cancelled: Callable[[], bool] | None = None,
-        vector_progress: Progress | None = None,
-    ) -> SearchResponse:
-        filters = self.check_filters(filters)
+    def search(self, request: SearchRequest | str, **options: Any) -> SearchResponse:
+        request = SearchRequest.of(request, **options)
+        request = request.but(filters=self.check_filters(request.filters))
         with _as_source_errors():
-            response = hybrid_search(
-                self.store,
-                query,
-                embedder=embedder,
-                limit=limit,
-                filters=filters,
-                weights=weights,
-                pool_size=pool_size,
-                any_terms=any_terms,
-                keyword_only=keyword_only,
-                cancelled=cancelled,
-                vector_progress=vector_progress,
-            )
-        response.trace["source"] = {"kind": self.kind, "expiry_rule": self.expiry_rule}
+            response = hybrid_search(self.store, request)
+        response.trace.source = SourceNote(kind=self.kind, expiry_rule=self.expiry_rule)
         return wrap_results(response, str)
 
     def explain(self, query: str, record_id: str) -> dict[str, Any]:

@@ -284,7 +284,10 @@ def wrap_results(
     id_of: Callable[[int], str],
     adjust: Callable[[SearchResult, SourceSearchResult], SourceSearchResult] | None = None,
 ) -> SearchResponse:
-    """The same response with every result a ``SourceSearchResult`` carrying its source id."""
+    """The same response with every result a ``SourceSearchResult`` carrying its source id.
+
+    The new results hold the same trace objects: ``response`` is the caller's to give up.
+    """
 
     def convert(result: SearchResult) -> SourceSearchResult:
         out = SourceSearchResult(
@@ -295,7 +298,7 @@ def wrap_results(
             created_at=result.created_at,
             expires_at=result.expires_at,
             rank=result.rank,
-            trace=dict(result.trace),
+            trace=result.trace,
             id=id_of(result.record_id),
         )
         return adjust(result, out) if adjust else out

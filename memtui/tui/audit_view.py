@@ -22,6 +22,7 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from memtui.render import escape_controls, one_line, safe_text
+from memtui.sources.base import MemorySource
 from memtui.tui.base import Pane
 from memtui.tui.format import (
     DASH,
@@ -173,16 +174,24 @@ class AuditTable(DataTable):
     """Audit events, newest first; the reason column takes the width that is left."""
 
     BINDINGS = [
-        Binding("home", "scroll_top", "Newest", show=False),
-        Binding("end", "scroll_bottom", "Oldest shown", show=False),
+        Binding("home", "scroll_top", "Newest", show=False, id="audit.newest"),
+        Binding("end", "scroll_bottom", "Oldest shown", show=False, id="audit.oldest"),
     ]
 
 
 class AuditPane(Pane):
-    BINDINGS = [Binding("v", "verify", "Verify chain", tooltip="Re-check the audit hash chain")]
+    BINDINGS = [
+        Binding(
+            "v",
+            "verify",
+            "Verify chain",
+            tooltip="Re-check the audit hash chain",
+            id="audit.verify",
+        )
+    ]
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, source: MemorySource, **kwargs: Any) -> None:
+        super().__init__(source, **kwargs)
         self.events: list[dict[str, Any]] = []
         self.broken: str | None = None
         self.verified = False

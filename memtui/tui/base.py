@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from textual.containers import Container
 from textual.widget import Widget
@@ -15,8 +15,11 @@ from memtui.render import escape_controls
 from memtui.sources.base import MemorySource
 from memtui.tui.format import fit
 
-if TYPE_CHECKING:
-    from memtui.tui.app import MemtuiApp
+
+def offers(source: MemorySource, capability: str) -> bool:
+    """Whether an action's key applies to ``source`` at all: it can do it, or could when
+    opened writable (pressing the key then says why not)."""
+    return capability in source.capabilities or capability in source.write_capabilities
 
 
 def fill_select(select: Select[str], values: list[str], value: str | None) -> None:
@@ -62,15 +65,27 @@ class ReportsWorkerErrors:
 
 
 class Pane(ReportsWorkerErrors, Container):
-    """One tab's content: knows the source and reports its workers' errors."""
+    """One tab's content: reads the source the app hands it, reports its workers' errors.
 
-    @property
-    def memtui(self) -> MemtuiApp:
-        return cast("MemtuiApp", self.app)
+    The app sets ``source`` again when it reopens the store; the pane hands it on to
+    the widgets of its own that read it (``source_changed``).
+    """
+
+    def __init__(self, source: MemorySource, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._source = source
 
     @property
     def source(self) -> MemorySource:
-        return self.memtui.source
+        return self._source
+
+    @source.setter
+    def source(self, source: MemorySource) -> None:
+        self._source = source
+        self.source_changed(source)
+
+    def source_changed(self, source: MemorySource) -> None:
+        """Hook: the store was reopened; hand ``source`` to the widgets that read it."""
 
     def now(self) -> datetime:
         return self.source.now()

@@ -24,6 +24,7 @@ from typing import Any
 from rich.text import Text
 
 from memtui.core import arithmetic as digits
+from memtui.core.search import SearchTrace
 from memtui.render import safe_text
 from memtui.tui.format import plural, share_bar
 
@@ -94,34 +95,34 @@ class Arithmetic:
 
 
 def arithmetic(
-    result: Any, response_trace: dict[str, Any], places: dict[str, int] | None = None
+    result: Any, response_trace: SearchTrace, places: dict[str, int] | None = None
 ) -> Arithmetic:
     """The numbers a breakdown shows, from the result's trace and its response's pools
     (``places``: ``memtui.core.arithmetic.lane_places`` of the response)."""
     trace = result.trace
-    weights = trace.get("weights") or response_trace.get("weights") or {}
-    pools = response_trace.get("pools", {})
+    weights = trace.weights or response_trace.weights
+    pools = response_trace.pools
 
     def lane(name: str) -> Lane:
-        item = trace.get(name, {})
-        pool = pools.get(name, {})
+        item = trace.lane(name)
+        pool = pools[name]
         return Lane(
             name=name,
-            raw=item.get("raw"),
-            normalized=float(item.get("normalized") or 0.0),
+            raw=item.raw,
+            normalized=float(item.normalized or 0.0),
             weight=float(weights.get(name, 0.0)),
-            pool_size=int(pool.get("size") or 0),
-            pool_min=pool.get("min"),
-            pool_max=pool.get("max"),
-            pool_limit=pool.get("limit"),
-            field=item.get("field"),
+            pool_size=pool.size,
+            pool_min=pool.min,
+            pool_max=pool.max,
+            pool_limit=pool.limit,
+            field=item.field,
         )
 
     return Arithmetic(
         keyword=lane("keyword"),
         vector=lane("vector"),
         score=float(result.score),
-        fallback=trace.get("fallback") or response_trace.get("fallback"),
+        fallback=trace.fallback or response_trace.fallback,
         printed=digits.arithmetic(result, pools, places),
     )
 
@@ -195,13 +196,13 @@ def _joined(names: list[str], style: str) -> Text:
 
 
 def _why_not_keyword(
-    out: Text, explanation: dict[str, Any], lane: Lane, response_trace: dict[str, Any]
+    out: Text, explanation: dict[str, Any], lane: Lane, response_trace: SearchTrace
 ) -> None:
     """Why the keyword lane scores this record 0: which query terms occur in it."""
     terms = explanation.get("terms", [])
     present = _names([t for t in terms if t.get("tf")])
     absent = [name for name in _names(terms) if name not in present]
-    any_terms = bool(response_trace.get("any_terms"))
+    any_terms = response_trace.any_terms
     if not terms:
         out.append("the query has no searchable term → keyword lane 0\n", style="dim")
         return
@@ -220,9 +221,8 @@ def _why_not_keyword(
         )
         return
     # A match (every term occurs, or any does in any-term mode) the lane did not keep.
-    by_lane = response_trace.get("excluded_by_lane") or {}
-    excluded = by_lane.get("keyword", response_trace.get("excluded")) or {}
-    matched = int(response_trace.get("matched") or 0) - sum(excluded.values())
+    excluded = response_trace.excluded_by_lane.get("keyword", response_trace.excluded)
+    matched = response_trace.matched - sum(excluded.values())
     words = "every query term occurs here" if not absent else "some query terms occur here"
     out.append(f"{words}: a keyword match, ", style="dim")
     if lane.pool_limit and matched > lane.pool_size:
@@ -239,10 +239,10 @@ def _why_not_keyword(
 
 
 def _terms_lines(
-    out: Text, explanation: dict[str, Any] | None, lane: Lane, response_trace: dict[str, Any]
+    out: Text, explanation: dict[str, Any] | None, lane: Lane, response_trace: SearchTrace
 ) -> None:
     _label(out, "BM25", f"bold {KEYWORD_STYLE}")
-    if response_trace.get("keyword_lane_error"):
+    if response_trace.keyword_lane_error:
         out.append("the keyword lane failed for this search → keyword lane 0\n", style="red")
         return
     if explanation is None:
@@ -310,7 +310,7 @@ def share_percent(parts: tuple[str, str]) -> int | None:
 
 def render_breakdown(
     result: Any,
-    response_trace: dict[str, Any],
+    response_trace: SearchTrace,
     explanation: dict[str, Any] | None,
     places: dict[str, int] | None = None,
     width: int | None = None,

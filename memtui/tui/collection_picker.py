@@ -29,8 +29,8 @@ class CollectionPicker(App[str | None]):
     TITLE = "memtui"
 
     BINDINGS = [
-        Binding("enter", "choose", "Open collection", priority=True),
-        Binding("escape,q", "quit_picker", "Quit", key_display="esc"),
+        Binding("enter", "choose", "Open collection", priority=True, id="picker.open"),
+        Binding("escape,q", "quit_picker", "Quit", key_display="esc", id="picker.quit"),
     ]
 
     def __init__(self, where: str, collections: Sequence[Any]) -> None:

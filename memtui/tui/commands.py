@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from memtui.tui.app import MemtuiApp
 
 
+Command = tuple[str, Callable[[], object], str]
+"""A palette entry: its name, what it runs, its help text."""
+
 NAMED_ABOVE = {"refute", "forget", "reveal", "forget_scope", "show_hidden", "hide_hidden"}
 """Actions of keys that ``MemtuiCommands.commands`` names itself (with the record or scope)."""
 
@@ -29,9 +32,18 @@ class MemtuiCommands(Provider):
     def memtui(self) -> MemtuiApp:
         return cast("MemtuiApp", self.app)
 
-    def commands(self) -> list[tuple[str, Callable[[], object], str]]:
+    def commands(self) -> list[Command]:
+        """Every command, in the palette's order: tabs, the selection's, the app's, keys."""
+        return [
+            *self.tab_commands(),
+            *self.selection_commands(),
+            *self.app_commands(),
+            *self.key_commands(),
+        ]
+
+    def tab_commands(self) -> list[Command]:
         app = self.memtui
-        items: list[tuple[str, Callable[[], object], str]] = [
+        return [
             (
                 "Browse tab",
                 partial(app.action_switch_tab, "browse"),
@@ -42,6 +54,11 @@ class MemtuiCommands(Provider):
             ("Audit tab", partial(app.action_switch_tab, "audit"), "The audit log (4)"),
             ("Search", app.action_search, "Focus the query box (/)"),
         ]
+
+    def selection_commands(self) -> list[Command]:
+        """What can be done to the highlighted record or scope, named after it."""
+        app = self.memtui
+        items: list[Command] = []
         record_id = app.current_record_id()
         if record_id is not None and app.offers("refute") and refutable(app.current_record()):
             items.append(
@@ -78,6 +95,11 @@ class MemtuiCommands(Provider):
                     "Erase every record of it (shows the blast radius first; F)",
                 )
             )
+        return items
+
+    def app_commands(self) -> list[Command]:
+        app = self.memtui
+        items: list[Command] = []
         if app.moved is not None:
             items.append(
                 (
@@ -109,13 +131,13 @@ class MemtuiCommands(Provider):
             ("Help: keys", app.action_help, "Every key memtui answers to (?)"),
             ("Quit", app.exit, "Leave memtui (q)"),
         ]
-        return [*items, *self.key_commands()]
+        return items
 
-    def key_commands(self) -> list[tuple[str, Callable[[], object], str]]:
+    def key_commands(self) -> list[Command]:
         """The keys the footer shows where focus is that the commands above do not name
         (Search's weights, more results and stop; Run search; Breakdown; the full text),
         each run as if pressed, named by what it does and its key."""
-        items: list[tuple[str, Callable[[], object], str]] = []
+        items: list[Command] = []
         for active in self.screen.active_bindings.values():
             binding = active.binding
             action = binding.action.split("(", 1)[0]

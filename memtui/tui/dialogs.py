@@ -37,7 +37,15 @@ WHAT_HAPPENS = {
 class ConfirmDialog(ModalScreen[str | None]):
     """Base: reason first, then Cancel, then the action button; escape cancels."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close without changing anything")]
+    BINDINGS = [
+        Binding(
+            "escape",
+            "cancel",
+            "Cancel",
+            tooltip="Close without changing anything",
+            id="dialog.cancel",
+        )
+    ]
 
     ACTION_LABEL = "Confirm"
 

@@ -138,6 +138,7 @@ class FullTextScreen(ModalScreen[None]):
             "Back",
             key_display="esc",
             tooltip="Close the full text (esc, q or m)",
+            id="full_text.close",
         ),
     ]
 

@@ -50,6 +50,47 @@ def _rows(bindings: list[Binding]) -> list[tuple[str, str]]:
     return [(key, " / ".join(descriptions)) for key, descriptions in merged.items()]
 
 
+# Keys no binding of memtui's declares (Textual's own widgets answer them), by section.
+TREE_ROWS = [
+    ("↑ ↓", "Move; the table follows the highlighted tier or scope"),
+    ("enter", "Go to the records table"),
+    ("space", "Expand / collapse a tier"),
+]
+DETAIL_ROWS = [
+    (
+        "↑ ↓ pgup pgdn",
+        f"Scroll the record (content: the first {DETAIL_CONTENT_CHARS:,} characters; m shows all)",
+    )
+]
+FILTER_ROWS = [
+    ("tab / shift+tab", "Query box → tier, engagement, profile… filters → results"),
+    ("enter / space / ↑ ↓", "Open the filter's values"),
+    ("↑ ↓ then enter", 'Pick one (the first, "any …", clears it); a search shown runs again'),
+    ("esc", "Close the values, the filter unchanged"),
+    ("[ ] = +", "As on the results (below): weights, defaults, more results"),
+]
+LANES_ROWS = [
+    ("tab / shift+tab", "Profile → engagement → the lanes"),
+    ("enter / space / ↑ ↓", "On a select: open its values"),
+    ("↑ ↓ then enter", "Pick a profile or an engagement; the lanes follow"),
+    ("esc", "Close the values, the choice unchanged"),
+    ("↑ ↓ pgup pgdn home end", "In the lanes: scroll"),
+]
+AUDIT_ROWS = [
+    ("↑ ↓ pgup pgdn", "Move; the event's detail follows"),
+    ("tab / shift+tab", "Table ↔ the event's detail (↑ ↓ pgup pgdn scroll it)"),
+]
+DIALOG_ROWS = [
+    ("enter", "In a text box: next field (never confirms); on a button: press it"),
+    ("tab / shift+tab", "Reason → Cancel → action button"),
+]
+MOVING_ROWS = [
+    ("tab / shift+tab", "Next / previous widget"),
+    ("← →", "On the tab bar (shift+tab from the first widget): previous / next tab"),
+    ("digits, / q [ ] = +", "Type into a text box while it has focus"),
+]
+
+
 def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tuple[str, str]]]]:
     """(section, rows before, classes whose bindings it lists, rows after), in order.
 
@@ -58,41 +99,27 @@ def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tu
     """
     from memtui.tui.app import MemtuiApp
     from memtui.tui.audit_view import AuditPane, AuditTable
-    from memtui.tui.browse import BrowsePane, RecordDetail, RecordTable, ScopeTree
+    from memtui.tui.browse import BrowsePane
     from memtui.tui.dialogs import ConfirmDialog
     from memtui.tui.full_text import FullTextScreen
-    from memtui.tui.search_view import QueryInput, ResultList, SearchPane
+    from memtui.tui.record_detail import RecordDetail
+    from memtui.tui.record_table import RecordTable
+    from memtui.tui.scope_tree import ScopeTree
+    from memtui.tui.search_bar import QueryInput
+    from memtui.tui.search_results import ResultList
+    from memtui.tui.search_view import SearchPane
 
+    moves = [("↑ ↓ pgup pgdn home end", "Move")]
     return [
         ("Anywhere", [], [MemtuiApp], [("ctrl+p", "Command palette")]),
-        (
-            "Browse: tree",
-            [
-                ("↑ ↓", "Move; the table follows the highlighted tier or scope"),
-                ("enter", "Go to the records table"),
-                ("space", "Expand / collapse a tier"),
-            ],
-            [ScopeTree],
-            [],
-        ),
+        ("Browse: tree", TREE_ROWS, [ScopeTree], []),
         (
             "Browse: records",
             [("↑ ↓ pgup pgdn", "Move (more rows load near the end)")],
             [RecordTable, BrowsePane],
             [],
         ),
-        (
-            "Browse: detail",
-            [
-                (
-                    "↑ ↓ pgup pgdn",
-                    f"Scroll the record (content: the first {DETAIL_CONTENT_CHARS:,} "
-                    "characters; m shows all)",
-                )
-            ],
-            [RecordDetail],
-            [],
-        ),
+        ("Browse: detail", DETAIL_ROWS, [RecordDetail], []),
         (
             "Full text (m)",
             [("↑ ↓ pgup pgdn home end", "Scroll the whole content")],
@@ -100,63 +127,13 @@ def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tu
             [],
         ),
         ("Search: query box", [], [QueryInput], []),
-        (
-            "Search: filters",
-            [
-                ("tab / shift+tab", "Query box → tier, engagement, profile… filters → results"),
-                ("enter / space / ↑ ↓", "Open the filter's values"),
-                (
-                    "↑ ↓ then enter",
-                    'Pick one (the first, "any …", clears it); a search shown runs again',
-                ),
-                ("esc", "Close the values, the filter unchanged"),
-                ("[ ] = +", "As on the results (below): weights, defaults, more results"),
-            ],
-            [],
-            [],
-        ),
-        ("Search: results", [("↑ ↓ pgup pgdn home end", "Move")], [ResultList, SearchPane], []),
-        (
-            "Lanes",
-            [
-                ("tab / shift+tab", "Profile → engagement → the lanes"),
-                ("enter / space / ↑ ↓", "On a select: open its values"),
-                ("↑ ↓ then enter", "Pick a profile or an engagement; the lanes follow"),
-                ("esc", "Close the values, the choice unchanged"),
-                ("↑ ↓ pgup pgdn home end", "In the lanes: scroll"),
-            ],
-            [],
-            [],
-        ),
-        (
-            "Audit",
-            [
-                ("↑ ↓ pgup pgdn", "Move; the event's detail follows"),
-                ("tab / shift+tab", "Table ↔ the event's detail (↑ ↓ pgup pgdn scroll it)"),
-            ],
-            [AuditTable, AuditPane],
-            [],
-        ),
-        (
-            "Dialogs",
-            [
-                ("enter", "In a text box: next field (never confirms); on a button: press it"),
-                ("tab / shift+tab", "Reason → Cancel → action button"),
-            ],
-            [ConfirmDialog],
-            [],
-        ),
+        ("Search: filters", FILTER_ROWS, [], []),
+        ("Search: results", moves, [ResultList, SearchPane], []),
+        ("Lanes", LANES_ROWS, [], []),
+        ("Audit", AUDIT_ROWS, [AuditTable, AuditPane], []),
+        ("Dialogs", DIALOG_ROWS, [ConfirmDialog], []),
         ("Help", [], [HelpScreen], []),
-        (
-            "Moving around",
-            [
-                ("tab / shift+tab", "Next / previous widget"),
-                ("← →", "On the tab bar (shift+tab from the first widget): previous / next tab"),
-                ("digits, / q [ ] = +", "Type into a text box while it has focus"),
-            ],
-            [],
-            [],
-        ),
+        ("Moving around", MOVING_ROWS, [], []),
     ]
 
 
@@ -199,6 +176,7 @@ class HelpScreen(ModalScreen[None]):
             "Close help",
             key_display="esc",
             tooltip="Close help (esc, q or ?)",
+            id="help.close",
         ),
     ]
 

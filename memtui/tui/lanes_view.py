@@ -18,6 +18,7 @@ from textual.widgets import Label, Select, Static
 from textual.worker import get_current_worker
 
 from memtui.render import one_line
+from memtui.sources.base import MemorySource
 from memtui.sources.capabilities import able
 from memtui.tui.base import Pane, fill_select
 from memtui.tui.format import DASH, cell, interval_bar, plural, short_date
@@ -205,8 +206,8 @@ class LanesPane(Pane):
     """Findings shown at most: an engagement can hold tens of thousands, and a table
     of them all would hold the screen for minutes."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, source: MemorySource, **kwargs: Any) -> None:
+        super().__init__(source, **kwargs)
         self.profile: str | None = None
         self.engagement: str | None = None
         self.data: dict[str, Any] = {}

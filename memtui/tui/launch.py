@@ -71,7 +71,7 @@ def run_app(
     except CollectionChoiceError as several:
         if not several.collections:
             raise
-        name = pick_collection(several)
+        name = pick_collection(several, keymap)
         if name is None:
             return  # the operator quit the picker
         options = {**options, "collection": name}
@@ -94,11 +94,14 @@ def run_app(
         (source if app is None else app.source).close()
 
 
-def pick_collection(several: Any) -> str | None:
-    """Ask the operator which collection to open (``CollectionChoiceError``'s list)."""
+def pick_collection(several: Any, keymap: dict[str, str] | None = None) -> str | None:
+    """Ask the operator which collection to open (``CollectionChoiceError``'s list), with
+    the keymap file's keys (its ``picker.*`` ids)."""
     from memtui.tui.collection_picker import CollectionPicker
 
-    return CollectionPicker(several.where, several.collections).run()
+    picker = CollectionPicker(several.where, several.collections)
+    picker.set_keymap(keymap or {})
+    return picker.run()
 
 
 def open_app_source(

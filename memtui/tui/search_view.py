@@ -11,33 +11,48 @@ weight between the lanes re-ranks at once, without querying again.
 
 from __future__ import annotations
 
-import re
-import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from rich.console import Group
 from rich.text import Text
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Select, Static
-from textual.widgets.option_list import Option
 from textual.worker import Worker, get_current_worker
 
 from memtui.core.arithmetic import lane_places
 from memtui.core.cancel import Cancelled
-from memtui.core.search import DEFAULT_WEIGHTS, SearchResponse
-from memtui.render import escape_controls, one_line, safe_text
+from memtui.core.search import SearchRequest, SearchResponse
+from memtui.render import escape_controls, safe_text
 from memtui.sources.base import MemorySource, SourceRecord
-from memtui.tui.base import Pane, fill_select
-from memtui.tui.breakdown import KEYWORD_STYLE, VECTOR_STYLE, render_breakdown, score_text
-from memtui.tui.format import DAMAGE_STYLE, fit, plural, refutable
+from memtui.tui.base import Pane
+from memtui.tui.breakdown import render_breakdown
+from memtui.tui.search_bar import QueryInput, SearchBar, filter_keys_in_order, tier_choices
+from memtui.tui.search_results import (
+    ID_WIDTH,
+    ResultList,
+    id_width,
+    result_line,
+    result_prompt,
+    tier_width,
+)
+from memtui.tui.search_status import (
+    DEFAULT_KEYWORD_TENTHS,
+    KEYWORD_INDEX,
+    Build,
+    Found,
+    SearchPhase,
+    SearchState,
+    status_line,
+    throttled,
+    weights_from_tenths,
+)
 
 RESULT_LIMIT = 20
-KEYWORD_INDEX = "the keyword index"
 QUIET_BUILD_SECONDS = 0.3
 """A vector cache build shorter than this is not on the status line (a small store's
 takes milliseconds; a million vectors take seconds)."""
@@ -49,186 +64,6 @@ from the start."""
 COMPACT_BELOW_HEIGHT = 32
 """On shorter terminals the query box and filters lose their borders (one line, not three)."""
 STEP = 1  # tenths of weight moved by [ and ]
-DEFAULT_KEYWORD_TENTHS = round(DEFAULT_WEIGHTS["keyword"] * 10)
-ID_WIDTH = 7
-"""The id column's width: ``#12345``. A foreign store's longer ids widen it, up to
-``MAX_ID_WIDTH`` (then they are cut in the middle)."""
-MAX_ID_WIDTH = 24
-COLUMNS = ((1, "left"), (3, "right"), (4, "left"), (6, "right"), (2, "left"))
-"""The result lines' first columns: marker, rank, rank change, score, lanes (then the tier,
-as wide as the source's longest tier name, and the id)."""
-TIER_WIDTH = 10
-"""The tier column's width when the source's tier names are all shorter."""
-MAX_TIER_WIDTH = 20
-
-
-def tier_width(tiers: list[str]) -> int:
-    """Room for the longest tier name (a foreign store's ``preference``), 10 at least."""
-    return min(max([TIER_WIDTH, *(len(t) for t in tiers)]), MAX_TIER_WIDTH)
-
-
-# The native scope keys keep their established widgets: ids, prompts and order
-# (engagement first; the profile fingerprints, long, get the widest box last).
-NATIVE_FILTERS: dict[str, tuple[str, str]] = {
-    "engagement": ("filter-engagement", "any engagement"),
-    "profile_hash": ("filter-profile", "any profile"),
-}
-
-
-def filter_keys_in_order(source: MemorySource) -> list[str]:
-    """The scope keys the search bar offers a Select for, in display order."""
-    keys = list(dict.fromkeys(source.facet_keys))
-    return sorted(keys, key=lambda k: k == "profile_hash")  # stable: only moves the profile last
-
-
-def filter_select_id(key: str) -> str:
-    """``filter-profile`` / ``filter-engagement`` for the native keys, else ``filter-<key>``."""
-    if key in NATIVE_FILTERS:
-        return NATIVE_FILTERS[key][0]
-    return "filter-" + re.sub(r"[^A-Za-z0-9-]", "-", key.replace("_", "-"))
-
-
-def filter_prompt(key: str) -> str:
-    if key in NATIVE_FILTERS:
-        return NATIVE_FILTERS[key][1]
-    return "any " + escape_controls(key.replace("_", " "))
-
-
-def display_id(record_id: str, width: int) -> Text:
-    """``#12`` for a native id; a foreign id as is (inert, cut in the middle to fit)."""
-    if record_id.isdigit():
-        return Text(f"#{record_id}")
-    return fit(record_id, width)
-
-
-def id_width(ids: list[str]) -> int:
-    widest = max((len(i) + 1 if i.isdigit() else len(i) for i in ids), default=0)
-    return min(max(ID_WIDTH, widest), MAX_ID_WIDTH)
-
-
-def result_line(
-    cells: list[Text], id_width: int, content: Text, style: str = "", tiers: int = TIER_WIDTH
-) -> Text:
-    """One line of the results: ``COLUMNS`` and the id, one space apart, then the content
-    cut with an ellipsis at the list's edge.
-
-    A ``Text``, not a table row: the list renders its lines several times a frame (to
-    measure them, then to draw them), and a table row costs about five times as much.
-    """
-    line = Text(no_wrap=True, overflow="ellipsis", style=style)
-    columns = (*COLUMNS, (tiers, "left"), (id_width, "right"))
-    for cell, (width, justify) in zip(cells, columns, strict=True):
-        cell = cell.copy()
-        cell.align(justify, width)  # type: ignore[arg-type]
-        line.append_text(cell)
-        line.append(" ")
-    line.append_text(content)
-    return line
-
-
-def weights_from_tenths(keyword_tenths: int) -> dict[str, float]:
-    return {"keyword": keyword_tenths / 10, "vector": (10 - keyword_tenths) / 10}
-
-
-def rank_change(result: Any) -> Text:
-    previous = result.trace.get("previous_rank", result.rank)
-    if previous is None:
-        return Text("new", style="bold cyan")
-    moved = previous - result.rank
-    if moved > 0:
-        return Text(f"↑{moved}", style="bold green")
-    if moved < 0:
-        return Text(f"↓{-moved}", style="bold red")
-    return Text("=", style="dim")
-
-
-class QueryInput(Input):
-    """The query box: ``enter`` runs the search; ``down`` goes to the results; ``escape``
-    leaves the box (while a search runs, escape stops it instead: the pane's binding)."""
-
-    BINDINGS = [
-        Binding("enter", "submit", "Run search", tooltip="Run the search, focus the results"),
-        Binding("down", "results", "Results", show=False, tooltip="Go to the results"),
-        Binding(
-            "escape",
-            "leave",
-            "Leave box",
-            key_display="esc",
-            tooltip="Leave the query box for the results (the digit keys switch tabs again)",
-        ),
-    ]
-
-    async def _on_key(self, event: events.Key) -> None:
-        # "/" cannot stand in a query (the sanitizer makes it a space): here, as on
-        # every other tab, it means "the query box", so it selects what is typed
-        # (what comes next replaces it) instead of typing a slash.
-        if event.character == "/":
-            event.stop()
-            event.prevent_default()
-            self.select_all()
-            return
-        await super()._on_key(event)
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "leave":
-            pane = self.screen.query_one(SearchPane)
-            return not pane.searching  # escape then stops the search (SearchPane)
-        return True
-
-    def action_results(self) -> None:
-        results = self.screen.query_one(ResultList)
-        if results.option_count and results.get_option_at_index(0).id:
-            results.focus()
-
-    def action_leave(self) -> None:
-        self.screen.query_one(ResultList).focus()
-
-
-class ResultList(OptionList):
-    """Results best first; ``enter`` expands or collapses a result's breakdown."""
-
-    BINDINGS = [
-        Binding("enter", "select", "Breakdown", tooltip="Expand or collapse the score breakdown"),
-        Binding("r", "refute", "Refute", tooltip="Refute the highlighted tactic"),
-        Binding("f", "forget", "Forget", tooltip="Forget the highlighted record"),
-    ]
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.pane: SearchPane | None = None
-
-    def current_id(self) -> str | None:
-        """The highlighted result's record id (a string, as the source spells it)."""
-        if self.highlighted is None or self.option_count == 0:
-            return None
-        option = self.get_option_at_index(self.highlighted)
-        return option.id or None
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action in ("refute", "forget") and not self.app.offers(action):  # type: ignore[attr-defined]
-            return False  # this source cannot do it even when writable: no key at all
-        if action == "refute" and self.current_id() is not None:
-            return refutable(self.current_record())  # a live tactic only
-        if action in ("refute", "forget", "select"):
-            return True if self.current_id() is not None else None
-        return True
-
-    def current_record(self) -> SourceRecord | None:
-        """The highlighted result's record as the search read it (None: not on file)."""
-        record_id = self.current_id()
-        if record_id is None or self.pane is None:
-            return None
-        return self.pane.records.get(record_id)
-
-    def action_refute(self) -> None:
-        record_id = self.current_id()
-        if record_id is not None and refutable(self.current_record()):
-            self.app.request_refute(record_id)  # type: ignore[attr-defined]
-
-    def action_forget(self) -> None:
-        record_id = self.current_id()
-        if record_id is not None:
-            self.app.request_forget(record_id)  # type: ignore[attr-defined]
 
 
 class SearchPane(Pane):
@@ -241,6 +76,7 @@ class SearchPane(Pane):
             "+keyword",
             key_display="[",
             tooltip="Move 0.1 of weight from the vector lane to the keyword lane",
+            id="search.weight.keyword",
         ),
         Binding(
             "right_square_bracket",
@@ -248,6 +84,7 @@ class SearchPane(Pane):
             "+vector",
             key_display="]",
             tooltip="Move 0.1 of weight from the keyword lane to the vector lane",
+            id="search.weight.vector",
         ),
         Binding(
             "equals_sign",
@@ -255,6 +92,7 @@ class SearchPane(Pane):
             "Defaults",
             key_display="=",
             tooltip="Restore the default weights",
+            id="search.weight.defaults",
         ),
         Binding(
             "plus",
@@ -262,18 +100,22 @@ class SearchPane(Pane):
             "More",
             key_display="+",
             tooltip=f"Show {RESULT_LIMIT} more results (the search runs again with a higher limit)",
+            id="search.more",
         ),
         Binding(
             "escape",
             "stop_search",
             "Stop search",
             tooltip="Stop the search that is running (a big store's common words take a while)",
+            id="search.stop",
         ),
     ]
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.keyword_tenths = DEFAULT_KEYWORD_TENTHS
+    def __init__(self, source: MemorySource, *, embedder: Any = None, **kwargs: Any) -> None:
+        super().__init__(source, **kwargs)
+        self.embedder = embedder
+        """The query embedder for the vector lane on a store's own vectors (None: none)."""
+        self.state = SearchState()
         self.query_text = ""
         self.result_limit = RESULT_LIMIT
         """How many results the search asks for: ``+`` raises it, a new query resets it."""
@@ -284,10 +126,6 @@ class SearchPane(Pane):
         self.records: dict[str, SourceRecord] = {}
         self.expanded: set[str] = set()
         self.explanations: dict[str, dict[str, Any]] = {}
-        self.searching = False
-        self.build_progress: tuple[str, int, int] | None = None
-        """While the search worker builds something first: (what, done, total); else None.
-        What: "the keyword index" (a foreign store's) or "the vector cache"."""
         self._generation = 0
         self._focus_results_on_arrival = False
         self.choices: dict[str, list[str]] = {}
@@ -295,37 +133,57 @@ class SearchPane(Pane):
         self.choices_requested = False
         self.id_width = ID_WIDTH
         self.tier_width = tier_width(list(self.source.tiers))
-        self.results_stale = False
-        """The database changed since these results were computed (F5 / ctrl+r re-runs)."""
-        self.stopped = False
+
+    @property
+    def state(self) -> SearchState:
+        """What the tab is doing (searching, stopped...); its status line is drawn from it."""
+        return self._state
+
+    @state.setter
+    def state(self, state: SearchState) -> None:
+        self._state = state
+        for box in self.query(QueryInput):  # escape there stops a running search
+            box.search_running = state.phase is SearchPhase.SEARCHING
+
+    @property
+    def searching(self) -> bool:
+        return self.state.phase is SearchPhase.SEARCHING
+
+    @property
+    def stopped(self) -> bool:
         """The last search was stopped with escape before it finished."""
-        self.status_error: str | None = None
-        """The last search's failure, shown on the status line until the next search."""
-        self.stopped_note: str | None = None
-        """What goes on after the stop: a foreign store's keyword index build cannot be
-        interrupted, so it finishes in the background (and the next search uses it)."""
+        return self.state.phase is SearchPhase.STOPPED
+
+    @property
+    def results_stale(self) -> bool:
+        """The database changed since these results were computed (F5 / ctrl+r re-runs)."""
+        return self.state.stale
+
+    @property
+    def build_progress(self) -> Build | None:
+        """While the search worker builds something first: what, and how far."""
+        return self.state.building if self.searching else None
+
+    @property
+    def keyword_tenths(self) -> int:
+        """The what-if weights: the keyword lane's share in tenths."""
+        return self.state.keyword_tenths
+
+    @keyword_tenths.setter
+    def keyword_tenths(self, tenths: int) -> None:
+        self.state = replace(self.state, keyword_tenths=tenths)
+
+    def source_changed(self, source: MemorySource) -> None:
+        self.results.source = self.query_one(SearchBar).source = source
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="search-bar"):
-            yield QueryInput(placeholder="search memory (enter runs)", id="query")
-            yield Select[str](
-                [(t, t) for t in self.source.tiers],
-                prompt="any tier",
-                id="filter-tier",
-                type_to_search=False,
-            )
-            for key in filter_keys_in_order(self.source):
-                yield Select[str](
-                    [], prompt=filter_prompt(key), id=filter_select_id(key), type_to_search=False
-                )
+        yield SearchBar(self.source, id="search-bar")
         yield Static(id="search-status")
         with Vertical(id="results-box") as box:
             box.border_title = "results"
             box.border_subtitle = Text("enter: breakdown · [ ] move weight · = defaults")
             yield Static(self._header(), id="results-header")
-            results = ResultList(id="results")
-            results.pane = self
-            yield results
+            yield ResultList(self.source, id="results")
 
     def _header(self) -> Text:
         cells = [Text(label) for label in ("", "#", "Δ", "score", "KV", "tier", "id")]
@@ -340,9 +198,7 @@ class SearchPane(Pane):
         if not self.query(ResultList):
             return  # the app closed while this (lazily mounted) tab was mounting
         self._show_status()
-        self.results.add_option(
-            Option(Text("Type a query above and press enter.", style="dim"), disabled=True)
-        )
+        self.results.show_note(Text("Type a query above and press enter.", style="dim"))
 
     def tab_shown(self) -> None:
         super().tab_shown()
@@ -376,7 +232,7 @@ class SearchPane(Pane):
         """
         self._load_filters()
         if self.query_text and not self.results_stale:
-            self.results_stale = True
+            self.state = replace(self.state, stale=True)
             self._show_status()
 
     # -- filters
@@ -390,48 +246,27 @@ class SearchPane(Pane):
     )
     def _load_filters(self) -> None:
         source = self.source
-        choices: dict[str, list[str]] = {"tier": self._tier_choices(source)}
+        choices: dict[str, list[str]] = {"tier": tier_choices(source)}
         for key in filter_keys_in_order(source):
             choices[key] = [str(v) for v in source.scope_values(key)]
         if get_current_worker().is_cancelled:
             return
         self.app.call_from_thread(self._apply_filters, choices)
 
-    @staticmethod
-    def _tier_choices(source: MemorySource) -> list[str]:
-        """The source's tiers in its order, then any more its data has (a foreign store)."""
-        tiers = list(source.tiers)
-        if source.can("lanes"):
-            return tiers  # a memtui database: its tiers are exactly ``source.tiers``
-        found = [f.tier for f in source.facets(include_hidden=True)]
-        return tiers + [t for t in found if t not in tiers]
-
     def _apply_filters(self, choices: dict[str, list[str]]) -> None:
         if choices == self.choices:
             return  # a live refresh with the same scopes: leave the filters alone
         self.choices = choices
-        self._fill_selects()
-
-    def _fill_selects(self) -> None:
-        for key, values in self.choices.items():
-            if key == "tier":
-                if values == list(self.source.tiers):
-                    continue  # the options composed with the bar: leave them as they are
-                select_id = "#filter-tier"
-            else:
-                select_id = "#" + filter_select_id(key)
-            select = self.query_one(select_id, Select)
-            current = select.value if isinstance(select.value, str) else None
-            fill_select(select, values, current)
+        self.query_one(SearchBar).fill(choices)
 
     def on_resize(self) -> None:
         self.call_after_refresh(self._show_status)  # the line re-fits its new width
         compact = self.app.size.height < COMPACT_BELOW_HEIGHT
-        for widget in self.query("#search-bar > *"):
-            widget.compact = compact  # type: ignore[attr-defined]
+        bar = self.query_one(SearchBar)
+        bar.set_compact(compact)
         self.set_class(compact, "-compact")
         if self.choices:
-            self._fill_selects()
+            bar.fill(self.choices)
         for record_id in list(self.expanded):  # a breakdown re-breaks its lines to the width
             self._refresh_option(record_id)
 
@@ -443,15 +278,7 @@ class SearchPane(Pane):
             self.run_search(self.query_text)
 
     def current_filters(self) -> dict[str, str]:
-        filters: dict[str, str] = {}
-        selects = [("#filter-tier", "tier")] + [
-            ("#" + filter_select_id(key), key) for key in filter_keys_in_order(self.source)
-        ]
-        for select_id, key in selects:
-            value = self.query_one(select_id, Select).value
-            if isinstance(value, str):
-                filters[key] = value
-        return filters
+        return self.query_one(SearchBar).current_filters()
 
     # -- searching
 
@@ -469,14 +296,12 @@ class SearchPane(Pane):
     def run_search(self, text: str, *, keep_place: bool = False) -> None:
         if text != self.query_text:
             self.result_limit = RESULT_LIMIT
-        self.status_error = None
         self.query_text = text
-        self.results_stale = False
         self.filters = self.current_filters()
         self._generation += 1
-        self.searching = True
-        self.stopped = False
-        self.build_progress = None
+        self.state = replace(
+            self.state, phase=SearchPhase.SEARCHING, building=None, note=None, stale=False
+        )
         generation = self._generation
         self.set_timer(LOADING_AFTER_SECONDS, lambda: self._show_loading(generation))
         self.refresh_bindings()
@@ -500,27 +325,11 @@ class SearchPane(Pane):
         worker = get_current_worker()
 
         def reporter(what: str, quiet: float = 0.0) -> Callable[[int, int], None]:
-            started: float | None = None
-            shown = 0.0
+            def show(done: int, total: int) -> None:
+                build = Build(what, done, total)
+                self.app.call_from_thread(self._show_build_progress, generation, build)
 
-            def progress(done: int, total: int) -> None:
-                # Nothing for ``quiet`` seconds; then at most ten steps a second (each
-                # waits for the screen to take it), the start (total 0) and the end.
-                nonlocal started, shown
-                now = time.monotonic()
-                if started is None:
-                    started = now
-                if worker.is_cancelled or now - started < quiet:
-                    return
-                if 0 < total and done < total and now - shown < 0.1:
-                    return
-                if total:
-                    shown = now
-                self.app.call_from_thread(
-                    self._show_build_progress, generation, (what, done, total)
-                )
-
-            return progress
+            return throttled(show, lambda: worker.is_cancelled, quiet)
 
         if not source.index_status().get("ready", True):
             # A foreign store without its keyword index yet: build it first, visibly.
@@ -530,13 +339,15 @@ class SearchPane(Pane):
             self.app.call_from_thread(self._show_build_progress, generation, None)
         try:
             response = source.search(
-                text,
-                embedder=self.memtui.embedder,
-                limit=self.result_limit,
-                filters=filters,
-                progress=reporter(KEYWORD_INDEX),
-                cancelled=lambda: worker.is_cancelled,
-                vector_progress=reporter("the vector cache", QUIET_BUILD_SECONDS),
+                SearchRequest(
+                    text,
+                    embedder=self.embedder,
+                    limit=self.result_limit,
+                    filters=filters,
+                    progress=reporter(KEYWORD_INDEX),
+                    cancelled=lambda: worker.is_cancelled,
+                    vector_progress=reporter("the vector cache", QUIET_BUILD_SECONDS),
+                )
             )
         except Cancelled:
             return  # a newer search, or escape: nothing of this one is shown
@@ -545,11 +356,11 @@ class SearchPane(Pane):
             return
         self.app.call_from_thread(self._apply_search, generation, response, records, keep_place)
 
-    def _show_build_progress(self, generation: int, progress: tuple[str, int, int] | None) -> None:
+    def _show_build_progress(self, generation: int, progress: Build | None) -> None:
         """The status line follows a build the search waits for; None: built, now searching."""
         if generation != self._generation or not self.searching:
             return
-        self.build_progress = progress
+        self.state = replace(self.state, building=progress)
         self._show_status()
 
     def action_stop_search(self) -> None:
@@ -558,34 +369,31 @@ class SearchPane(Pane):
             return
         self.workers.cancel_group(self, "search")
         self._generation += 1  # whatever the stopped worker still sends is dropped
-        indexing = self.build_progress is not None and self.build_progress[0] == KEYWORD_INDEX
-        self.stopped_note = (
-            "the keyword index goes on building, for the next search" if indexing else None
+        # A foreign store's keyword index build cannot be interrupted: it finishes in the
+        # background, and the next search uses it.
+        building = self.state.building
+        indexing = building is not None and building.what == KEYWORD_INDEX
+        note = "the keyword index goes on building, for the next search" if indexing else None
+        self.state = replace(
+            self.state, phase=SearchPhase.STOPPED, building=None, note=note, found=None
         )
-        self.searching = False
-        self.stopped = True
-        self.build_progress = None
         self.results.loading = False
         self.base = self.response = None
-        self.records = {}
+        self.records = self.results.records = {}
         self.expanded.clear()
-        self.results.clear_options()
-        self.results.add_option(
-            Option(
-                Text("Search stopped. Press enter in the query box to run it again.", style="dim"),
-                disabled=True,
-            )
+        self.results.show_note(
+            Text("Search stopped. Press enter in the query box to run it again.", style="dim")
         )
         self.refresh_bindings()
         self._show_status()
 
     def worker_failed(self, worker: Worker) -> None:
         if worker.group == "search":
-            self.searching = False
-            self.build_progress = None
+            note = str(worker.error)
+            self.state = replace(self.state, phase=SearchPhase.FAILED, building=None, note=note)
             self.results.loading = False
             self.refresh_bindings()
-            self._show_status(error=str(worker.error))
+            self._show_status()
 
     def _apply_search(
         self,
@@ -596,12 +404,11 @@ class SearchPane(Pane):
     ) -> None:
         if generation != self._generation:
             return
-        self.searching = False
-        self.build_progress = None
+        self.state = replace(self.state, phase=SearchPhase.DONE, building=None)
         self.results.loading = False
         self.refresh_bindings()
         self.base = response
-        self.records = records
+        self.records = self.results.records = records
         self.explanations.clear()
         if not keep_place:
             self.expanded.clear()
@@ -622,6 +429,7 @@ class SearchPane(Pane):
             self.response = self.base
         else:
             self.response = self.source.rerank(self.base, weights)
+        self.state = replace(self.state, found=Found.of(self.base, self.response))
         self._render_results(keep_place=keep_place)
         self._show_status()
         for record_id in self.expanded:
@@ -635,13 +443,13 @@ class SearchPane(Pane):
         if action == "stop_search":
             return self.searching  # escape means nothing here otherwise
         if action == "more_results":  # only when the search left results out
-            if self.base is None or not self.base.trace.get("truncated"):
+            if self.base is None or not self.base.trace.truncated:
                 return False
             return None if self.searching else True
         return True
 
     def action_more_results(self) -> None:
-        if self.base is None or not self.base.trace.get("truncated") or self.searching:
+        if self.base is None or not self.base.trace.truncated or self.searching:
             return
         self.result_limit += RESULT_LIMIT
         self.run_search(self.query_text, keep_place=True)
@@ -649,10 +457,10 @@ class SearchPane(Pane):
     def action_shift_weight(self, tenths: int) -> None:
         if self.base is None:
             return
-        if self.base.trace.get("fallback"):
+        if self.base.trace.fallback:
             self.notify_once(
                 "The vector lane did not run for this search, so weights cannot move: "
-                + escape_controls(str(self.base.trace["fallback"])),
+                + escape_controls(str(self.base.trace.fallback)),
                 title="Keyword only",
                 severity="warning",
                 markup=False,
@@ -674,14 +482,13 @@ class SearchPane(Pane):
 
     def _render_results(self, *, keep_place: bool) -> None:
         results = self.results
-        previous = results.current_id() if keep_place else None
         response = self.response
-        results.clear_options()
         if response is None:
+            results.clear_options()
             return
         if not response.results:
-            note = response.trace.get("note") or "No live record matches this query in this scope."
-            results.add_option(Option(safe_text(note, style="dim"), disabled=True))
+            note = response.trace.note or "No live record matches this query in this scope."
+            results.show_note(safe_text(note, style="dim"))
             return
         width = id_width([result.id for result in response.results])
         tiers = [r.tier for r in self.records.values()] + list(self.choices.get("tier", []))
@@ -689,64 +496,32 @@ class SearchPane(Pane):
         if (width, tiers_width) != (self.id_width, self.tier_width):
             self.id_width, self.tier_width = width, tiers_width
             self.query_one("#results-header", Static).update(self._header())
-        results.add_options(
-            [Option(self._prompt(result), id=result.id) for result in response.results]
-        )
-        index = 0
-        if previous is not None:
-            for i, result in enumerate(response.results):
-                if result.id == previous:
-                    index = i
-                    break
-        results.highlighted = index
+        prompts = [(result.id, self._prompt(result)) for result in response.results]
+        results.show(prompts, keep_place=keep_place)
 
     def _prompt(self, result: Any) -> Any:
         assert self.response is not None
-        record = self.records.get(result.id)
-        expanded = result.id in self.expanded
-        marker = "▼" if expanded else "▶"
-        kind = Text()
-        if record is not None:
-            kind.append_text(one_line(record.tier, self.tier_width))
-        content = Text()
-        if record is not None:
-            content.append_text(one_line(record.record_type, 12))
-            content.append("  ")
-            if record.damage:
-                content.append("damaged · ", style=DAMAGE_STYLE)
-            content.append_text(one_line(record.content, 300))
-            if not record.live:  # refuted, expired... since the search ran
-                content.stylize("dim")
-        else:
-            content.append("(record no longer on file)", style="dim")
-        lanes = Text()
-        lanes.append("K" if result.trace["keyword"]["raw"] is not None else "·", KEYWORD_STYLE)
-        lanes.append("V" if result.trace["vector"]["raw"] is not None else "·", VECTOR_STYLE)
-        cells = [
-            Text(marker, style="dim"),
-            Text(str(result.rank)),
-            rank_change(result),
-            Text(score_text(result.score), style="bold"),
-            lanes,
-            kind,
-            display_id(result.id, self.id_width),
-        ]
-        line = result_line(cells, self.id_width, content, tiers=self.tier_width)
-        if not expanded:
-            return line
-        explanation = self.explanations.get(result.id)
-        places = self._lane_places(self.response)
-        # The option's padding takes a cell either side of the list's width.
-        width = max(self.results.scrollable_content_region.width - 2, 0) or None
-        breakdown = render_breakdown(result, self.response.trace, explanation, places, width)
-        return Group(line, breakdown)
+        breakdown = None
+        if result.id in self.expanded:
+            explanation = self.explanations.get(result.id)
+            places = self._lane_places(self.response)
+            # The option's padding takes a cell either side of the list's width.
+            width = max(self.results.scrollable_content_region.width - 2, 0) or None
+            breakdown = render_breakdown(result, self.response.trace, explanation, places, width)
+        return result_prompt(
+            result,
+            self.records.get(result.id),
+            id_width=self.id_width,
+            tier_width=self.tier_width,
+            breakdown=breakdown,
+        )
 
     def _lane_places(self, response: SearchResponse) -> dict[str, int]:
         """The response's raw-score decimals (as ``memtui search --explain`` prints them),
         worked out once per response."""
         if self._places_of is None or self._places_of[0] is not response:
             candidates = response.candidates or response.results
-            self._places_of = (response, lane_places(candidates, response.trace["pools"]))
+            self._places_of = (response, lane_places(candidates, response.trace.pools))
         return self._places_of[1]
 
     def _refresh_option(self, record_id: str) -> None:
@@ -774,19 +549,14 @@ class SearchPane(Pane):
             self._ensure_explanation(record_id)
         self._refresh_option(record_id)
         if record_id in self.expanded:
-            self.call_after_refresh(self._scroll_to_expanded)
-
-    def _scroll_to_expanded(self) -> None:
-        results = self.results
-        if results.highlighted is not None:
-            results.scroll_to_highlight(top=True)
+            self.call_after_refresh(self.results.scroll_to_highlighted)
 
     def _ensure_explanation(self, record_id: str) -> None:
         if record_id in self.explanations or self.response is None:
             return
         result = next((r for r in self.response.results if r.id == record_id), None)
         trace = self.response.trace
-        if result is None or trace.get("keyword_lane_error") or not trace.get("terms", True):
+        if result is None or trace.keyword_lane_error or not trace.terms:
             return
         # A record the keyword lane did not return is explained too: which query terms
         # occur in it says why (a term missing, or a match outside the lane's pool).
@@ -820,145 +590,6 @@ class SearchPane(Pane):
         width = status.content_region.width or (self.app.size.width - 2)
         return max(width, 20)
 
-    def _show_status(self, error: str | None = None) -> None:
+    def _show_status(self) -> None:
         status = self.query_one("#search-status", Static)
-        if error is not None:
-            self.status_error = error
-        error = self.status_error
-        if error:
-            out = Text(no_wrap=True, overflow="ellipsis")
-            out.append("search failed: ", style="bold red")
-            out.append_text(safe_text(error, style="red"))
-            status.update(out)
-            return
-        status.update(fit_status(self._status_variants(), self._status_width()))
-
-    def _status_variants(self) -> list[list[list[Text]]]:
-        """The status line's parts, fullest first; each next variant is shorter.
-
-        The weights and the result count always show; then what was left out and why
-        (only the reasons that are not zero), then the pools. On a narrow terminal the
-        wording shortens, then the pools go, then the reasons, before anything is cut.
-        """
-        weights = weights_from_tenths(self.keyword_tenths)
-        fallback = self.base.trace.get("fallback") if self.base is not None else None
-        default = self.keyword_tenths == DEFAULT_KEYWORD_TENTHS
-
-        def weight_part(label: bool, note: str) -> Text:
-            out = Text()
-            if label:
-                out.append("weights ", style="dim")
-            if fallback:
-                out.append("keyword 1.0 · vector 0.0 ", style="bold yellow")
-                out.append(
-                    "(fallback: keyword only)" if note == "long" else "fallback", style="yellow"
-                )
-                return out
-            out.append(f"keyword {weights['keyword']:.1f}", style=f"bold {KEYWORD_STYLE}")
-            out.append(" · ", style="dim")
-            out.append(f"vector {weights['vector']:.1f}", style=f"bold {VECTOR_STYLE}")
-            if default and note == "long":
-                out.append(" (default)", style="dim")
-            elif not default:
-                out.append(
-                    " (what-if; = restores)" if note == "long" else " what-if", style="bold yellow"
-                )
-            return out
-
-        stale = Text()
-        if self.results_stale and not self.searching:
-            stale.append("database changed — F5 re-runs the search", style="bold yellow")
-        stale_short = Text("changed: F5 re-runs", style="bold yellow") if stale else Text()
-
-        state = self._state_parts()
-        variants: list[list[list[Text]]] = []
-        for label, note, hidden_long, pools, stale_part in (
-            (True, "long", True, True, stale),
-            (True, "short", True, True, stale),
-            (False, "short", True, True, stale),
-            (False, "short", True, False, stale),
-            (False, "short", True, False, stale_short),
-            (False, "short", False, False, stale_short),
-        ):
-            groups = [[stale_part]] if stale_part else []
-            groups += [[weight_part(label, note)], state(hidden_long, pools)]
-            variants.append(groups)
-        return variants
-
-    def _state_parts(self) -> Callable[[bool, bool], list[Text]]:
-        """What the search is doing or found, as parts (the long or short wording)."""
-
-        def parts(hidden_long: bool, pools_shown: bool) -> list[Text]:
-            if self.searching and self.build_progress is not None:
-                what, done, total = self.build_progress
-                out = Text(f"building {what}", style="bold yellow")
-                out.append(f": {done:,}/{total:,} " if total else "… ", style="bold yellow")
-                # escape stops the vector cache build; an index build goes on for the next
-                out.append(
-                    "(esc stops waiting)" if what == KEYWORD_INDEX else "(esc stops it)",
-                    style="dim",
-                )
-                return [out]
-            if self.searching:
-                out = Text("searching… ", style="bold yellow")
-                out.append("(esc stops it)", style="dim")
-                return [out]
-            if self.stopped:
-                out = Text("search stopped", style="bold yellow")
-                if self.stopped_note:
-                    out.append(f" · {self.stopped_note}", style="dim")
-                return [out]
-            if self.base is None:
-                return [Text("no search yet", style="dim")]
-            trace = self.base.trace
-            shown = len(self.response.results) if self.response else 0
-            found = Text(style="bold")
-            if trace.get("truncated"):
-                found.append(f"{shown:,} of {int(trace.get('candidates') or 0):,} results")
-            else:
-                found.append(plural(shown, "result"))
-            out = [found]
-            pools = trace.get("pools", {})
-            if trace.get("keyword_lane_error"):
-                out.append(Text("keyword lane FAILED", style="bold red"))
-            elif not pools.get("keyword", {}).get("size") and trace.get("terms"):
-                out.append(Text("no record has every term", style="dim"))
-            excluded = {k: int(v) for k, v in (trace.get("excluded") or {}).items() if v}
-            if excluded:
-                total = sum(excluded.values())
-                left = Text(f"{total:,} left out", style="dim")
-                if hidden_long:
-                    reasons = ", ".join(
-                        f"{n:,} {reason.replace('_', ' ')}" for reason, n in excluded.items()
-                    )
-                    left.append(f": {reasons}", style="dim")
-                out.append(left)
-            if pools_shown:
-                out.append(
-                    Text(
-                        f"pools: keyword {pools.get('keyword', {}).get('size', 0):,}, "
-                        f"vector {pools.get('vector', {}).get('size', 0):,}",
-                        style="dim",
-                    )
-                )
-            return out
-
-        return parts
-
-
-def fit_status(variants: list[list[list[Text]]], width: int) -> Text:
-    """The first variant that fits ``width`` (groups three spaces apart, their parts
-    joined with " · "); else the last, cut with an ellipsis."""
-    line = Text()
-    for groups in variants:
-        line = Text(no_wrap=True, overflow="ellipsis")
-        for number, group in enumerate(groups):
-            if number:
-                line.append("   ")
-            for index, part in enumerate(group):
-                if index:
-                    line.append(" · ", style="dim")
-                line.append_text(part)
-        if line.cell_len <= width:
-            return line
-    return line
+        status.update(status_line(self.state, self._status_width()))

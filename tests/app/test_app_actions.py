@@ -377,10 +377,10 @@ async def test_forget_engagement_says_when_erasure_is_not_verified(
     forget-scope event, not the erasure-incomplete one written after it."""
     import sqlite3
 
-    from memtui.core import store as store_module
+    from memtui.core import index_db
 
-    monkeypatch.setattr(store_module, "CHECKPOINT_RETRIES", 2)
-    monkeypatch.setattr(store_module, "CHECKPOINT_RETRY_DELAY", 0.001)
+    monkeypatch.setattr(index_db, "CHECKPOINT_RETRIES", 2)
+    monkeypatch.setattr(index_db, "CHECKPOINT_RETRY_DELAY", 0.001)
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)

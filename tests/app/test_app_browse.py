@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import Input, Select, TabbedContent
 
 from memtui.core.store import MemoryStore
-from memtui.tui import browse
+from memtui.tui import record_table, scope_tree
 from memtui.tui.app import make_app
 from memtui.tui.audit_view import AuditTable
 from memtui.tui.browse import RecordDetail, RecordTable, ScopeTree
@@ -223,8 +223,8 @@ async def test_t_keeps_the_highlighted_record(store: MemoryStore):
 
 
 async def test_table_pages_from_the_source(store: MemoryStore, monkeypatch):
-    monkeypatch.setattr(browse, "PAGE_SIZE", 5)
-    monkeypatch.setattr(browse, "PAGE_MARGIN", 2)
+    monkeypatch.setattr(record_table, "PAGE_SIZE", 5)
+    monkeypatch.setattr(record_table, "PAGE_MARGIN", 2)
     app = make_app(store)
     calls: list[dict] = []
     original = app.source.page
@@ -314,9 +314,9 @@ def state_word(table: RecordTable, row: int) -> str:
 
 
 async def test_a_refresh_rereads_in_bounded_pages(store: MemoryStore, monkeypatch):
-    monkeypatch.setattr(browse, "PAGE_SIZE", 5)
-    monkeypatch.setattr(browse, "PAGE_MARGIN", 2)
-    monkeypatch.setattr(browse, "MAX_PAGE_SIZE", 3)
+    monkeypatch.setattr(record_table, "PAGE_SIZE", 5)
+    monkeypatch.setattr(record_table, "PAGE_MARGIN", 2)
+    monkeypatch.setattr(record_table, "MAX_PAGE_SIZE", 3)
     app = make_app(store)
     calls: list[dict] = []
     original = app.source.page
@@ -419,7 +419,7 @@ async def test_a_late_detail_for_another_record_is_dropped(sample_path: Path):
 
 
 async def test_the_tree_lists_the_largest_values_then_a_more_leaf(store: MemoryStore, monkeypatch):
-    monkeypatch.setattr(browse, "TREE_VALUES", 2)
+    monkeypatch.setattr(scope_tree, "TREE_VALUES", 2)
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -431,7 +431,7 @@ async def test_the_tree_lists_the_largest_values_then_a_more_leaf(store: MemoryS
         listed = [c.data for c in episodic.children]
         assert [d.value for d in listed[:-1]] == [v for v in counts if v in largest]
         more = episodic.children[-1]
-        assert more.data.kind == browse.MORE and more.data.live == len(counts) - 2
+        assert more.data.kind == scope_tree.MORE and more.data.live == len(counts) - 2
         assert str(more.label) == f"… {len(counts) - 2} more engagement (search to filter)"
         # The leaf is not a scope: highlighting it leaves the table as it is.
         table = app.query_one(RecordTable)
@@ -443,7 +443,7 @@ async def test_the_tree_lists_the_largest_values_then_a_more_leaf(store: MemoryS
         assert (table.scope, [r.id for r in table.records]) == before
 
 
-async def test_actions_show_only_where_the_source_offers_them(store: MemoryStore):
+async def test_actions_show_only_where_the_source_offers_them(store: MemoryStore, monkeypatch):
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -455,7 +455,9 @@ async def test_actions_show_only_where_the_source_offers_them(store: MemoryStore
         assert table.check_action("refute", ()) is True
         assert table.check_action("forget", ()) is True
         offered = {"forget"}
-        app.offers = lambda capability: capability in offered  # type: ignore[method-assign]
+        source = app.source  # the widgets ask the source they were given what it offers
+        monkeypatch.setattr(type(source), "capabilities", property(lambda _: frozenset(offered)))
+        monkeypatch.setattr(source, "write_capabilities", frozenset())
         assert table.check_action("refute", ()) is False
         assert table.check_action("forget", ()) is True
         tree = app.query_one(ScopeTree)
@@ -511,7 +513,7 @@ async def test_a_langgraph_store_browses_by_namespace(tmp_path: Path):
             record = table.current
             assert record is not None
             # The namespace, cut in the middle to the column: its distinctive end stays.
-            width = next(c.width for c in browse.COLUMNS if c.key == "scope")
+            width = next(c.width for c in record_table.COLUMNS if c.key == "scope")
             scope_cell = table.get_row_at(0)[labels.index("scope")].plain
             assert scope_cell == fit(record.scope["namespace"], width).plain
             assert scope_cell.endswith(record.scope["namespace"][-4:])

@@ -19,7 +19,7 @@ import pytest
 from textual.widgets import Static
 
 from memtui.core.store import MemoryStore, MemoryStoreError
-from memtui.tui import app as app_module
+from memtui.tui import check_process
 from memtui.tui.app import make_app
 from memtui.tui.browse import RecordTable, ScopeTree
 from memtui.tui.dialogs import ConfirmRecordAction
@@ -364,11 +364,11 @@ async def test_a_check_that_cannot_complete_leaves_a_banner(
         def broken(path, started=None):
             raise MemoryStoreError("file is not a database\n(second line of detail)")
 
-        monkeypatch.setattr(app_module, "run_check", broken)
+        monkeypatch.setattr(check_process, "run_check", broken)
         reason = "(second line of detail)"
     else:  # the check's own process dies as it would on a file with random bytes in it
         monkeypatch.setattr(
-            app_module,
+            check_process,
             "CHECK_SCRIPT",
             "import sqlite3\nraise sqlite3.DatabaseError('database disk image is malformed')",
         )

@@ -26,10 +26,10 @@ from rich.console import Console
 from textual.widgets import Input, Select
 
 from memtui.cli import main
-from memtui.core import search as search_module
 from memtui.core import vector_cache
 from memtui.core.arithmetic import bm25_digits, lane_places
-from memtui.core.search import hybrid_search, rerank
+from memtui.core.search import LanePool, SearchRequest, hybrid_search, rerank
+from memtui.core.search import engine as search_engine
 from memtui.core.store import MemoryStore
 from memtui.sources import open_source
 from memtui.sources.native import NativeSource
@@ -327,12 +327,12 @@ async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
         assert pane.expanded == {str(top.record_id)}
         # The digits of `memtui search --explain`: raw scores with the decimals that every
         # merged candidate needs, however many results are shown.
-        places = lane_places(expected.candidates, expected.trace["pools"])
+        places = lane_places(expected.candidates, expected.trace.pools)
         numbers = arithmetic(top, expected.trace, places)
         # The arithmetic shown recomputes the response's score exactly.
-        assert numbers.keyword.weight == expected.trace["weights"]["keyword"]
-        assert numbers.vector.weight == expected.trace["weights"]["vector"]
-        assert numbers.keyword.raw == top.trace["keyword"]["raw"]
+        assert numbers.keyword.weight == expected.trace.weights["keyword"]
+        assert numbers.vector.weight == expected.trace.weights["vector"]
+        assert numbers.keyword.raw == top.trace.keyword.raw
         assert abs(numbers.total - top.score) < 1e-12
         assert numbers.adds_up
         text = screen_text(app)
@@ -349,13 +349,13 @@ async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
         assert shown.listed == score_text(top.score)
         assert f"{keyword.part} + {vector.part} = {shown.total} ≈ {shown.listed}" in text
         assert redo_breakdown(breakdown_text(pane, top.record_id), score_text(top.score)) >= 8
-        pools = expected.trace["pools"]
-        assert f"pool {pools['keyword']['size']} candidates" in text
+        pools = expected.trace.pools
+        assert f"pool {pools['keyword'].size} candidates" in text
         assert f"min {vector.low}" in text
         assert "scores 0 in the other" in text
         # Per-term BM25 contributions add up to the keyword lane's raw score.
         explanation = pane.explanations[str(top.record_id)]
-        assert abs(explanation["total"] - top.trace["keyword"]["raw"]) < 1e-6
+        assert abs(explanation["total"] - top.trace.keyword.raw) < 1e-6
         for term in explanation["terms"]:
             assert term["term"] in text
         total = bm25_digits(explanation).total
@@ -412,7 +412,7 @@ async def test_a_record_the_keyword_lane_left_out_says_why(tmp_path: Path):
             await settle(pilot)
             pane = app.query_one(SearchPane)
             await run_query(pilot, "zebra")
-            assert pane.response.trace["pools"]["keyword"]["size"] == 100
+            assert pane.response.trace.pools["keyword"].size == 100
             assert pane.results.current_id() == str(target)
             await pilot.press("enter")
             await settle(pilot)
@@ -452,8 +452,8 @@ async def test_what_if_weights_rerank_and_show_rank_changes(store: MemoryStore):
         assert shown_ids(results) != native_ids(base)
         text = screen_text(app)
         assert "keyword 0.6" in text and "vector 0.4" in text and "what-if" in text
-        moved = next(r for r in expected.results if r.trace["previous_rank"] != r.rank)
-        delta = moved.trace["previous_rank"] - moved.rank
+        moved = next(r for r in expected.results if r.trace.previous_rank != r.rank)
+        delta = moved.trace.previous_rank - moved.rank
         assert (f"↑{delta}" if delta > 0 else f"↓{-delta}") in text
         # An expanded breakdown follows the what-if weights and still adds up.
         await pilot.press("enter")
@@ -608,8 +608,8 @@ def lane_that_waits_for_cancel(seen: list[str], release: threading.Event):
 async def test_escape_stops_a_running_search(store: MemoryStore, monkeypatch):
     seen: list[str] = []
     release = threading.Event()
-    real_lane = search_module._keyword_lane
-    monkeypatch.setattr(search_module, "_keyword_lane", lane_that_waits_for_cancel(seen, release))
+    real_lane = search_engine.keyword_lane
+    monkeypatch.setattr(search_engine, "keyword_lane", lane_that_waits_for_cancel(seen, release))
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -624,7 +624,7 @@ async def test_escape_stops_a_running_search(store: MemoryStore, monkeypatch):
         assert "search stopped" in text and "Search stopped. Press enter" in text
         assert not app.query_one(ResultList).loading and pane.base is None
         # escape means nothing once nothing runs; enter runs the search again, whole
-        monkeypatch.setattr(search_module, "_keyword_lane", real_lane)
+        monkeypatch.setattr(search_engine, "keyword_lane", real_lane)
         await pilot.press("escape")
         app.query_one("#query", Input).focus()
         await pilot.press("enter")
@@ -637,7 +637,7 @@ async def test_escape_stops_a_running_search(store: MemoryStore, monkeypatch):
 async def test_a_new_search_cancels_the_one_still_running(store: MemoryStore, monkeypatch):
     seen: list[str] = []
     release = threading.Event()
-    real_lane = search_module._keyword_lane
+    real_lane = search_engine.keyword_lane
     slow = lane_that_waits_for_cancel(seen, release)
 
     def first_slow(store, match, *args, **kwargs):
@@ -646,7 +646,7 @@ async def test_a_new_search_cancels_the_one_still_running(store: MemoryStore, mo
         seen.append(match)
         return real_lane(store, match, *args, **kwargs)
 
-    monkeypatch.setattr(search_module, "_keyword_lane", first_slow)
+    monkeypatch.setattr(search_engine, "keyword_lane", first_slow)
     app = make_app(store)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -659,7 +659,7 @@ async def test_a_new_search_cancels_the_one_still_running(store: MemoryStore, mo
         assert "cancelled" in seen and len(seen) == 3 and pane.query_text == QUERY
         assert "search failed" not in screen_text(app)
         assert pane.response is not None and pane.response.results
-        assert pane.response.trace["input"] == QUERY
+        assert pane.response.trace.input == QUERY
     release.set()
 
 
@@ -672,8 +672,9 @@ async def test_the_first_vector_search_shows_the_vector_cache_build(store, monke
     app = make_app(store)
     real = app.source.search
 
-    def search(*args, vector_progress=None, **kwargs):
-        return real(*args, vector_progress=held.wrap(vector_progress), **kwargs)
+    def search(request, **options):
+        request = SearchRequest.of(request, **options)
+        return real(request.but(vector_progress=held.wrap(request.vector_progress)))
 
     monkeypatch.setattr(app.source, "search", search)
     async with app.run_test(size=SIZE) as pilot:
@@ -870,7 +871,7 @@ async def test_foreign_source_builds_its_index_with_progress_then_results_add_up
         explanation = pane.explanations[PARIS]
         top = pane.response.results[0]
         assert {t["term"] for t in explanation["terms"]} == {"paris", "trip"}
-        assert abs(explanation["total"] - top.trace["keyword"]["raw"]) < 1e-6
+        assert abs(explanation["total"] - top.trace.keyword.raw) < 1e-6
         assert f"Σ {bm25_digits(explanation).total} = raw " in text
         # No stored vectors: the fallback reason is shown, the weights cannot move.
         assert "(fallback: keyword only)" in text
@@ -921,7 +922,7 @@ async def test_foreign_vectors_without_an_embedder_fall_back_with_the_reason(tmp
             await run_query(pilot, "paris trip")
             pane = app.query_one(SearchPane)
             assert pane.response is not None and pane.response.results
-            reason = pane.response.trace["fallback"]
+            reason = pane.response.trace.fallback
             assert reason.startswith("no embedder for these 8-dim vectors")
             await pilot.press("enter")
             await settle(pilot)
@@ -1019,12 +1020,12 @@ async def test_the_status_line_fits_and_says_what_it_left_out(store, width):
         status = status_line(app)
         assert not status.endswith("…") and len(status) <= width - 2
         assert "keyword 0.3 · vector 0.7" in status
-        excluded = {k: v for k, v in pane.base.trace["excluded"].items() if v}
+        excluded = {k: v for k, v in pane.base.trace.excluded.items() if v}
         total = sum(excluded.values())
         assert excluded and plural(len(pane.response.results), "result") in status
         if width >= 120:
             reasons = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in excluded.items())
-            vectors = pane.base.trace["pools"]["vector"]["size"]
+            vectors = pane.base.trace.pools["vector"].size
             assert f"{total} left out: {reasons} · pools: keyword 1, vector {vectors}" in status
         else:
             assert f"{total} left out" in status
@@ -1034,18 +1035,16 @@ async def test_the_status_line_fits_and_says_what_it_left_out(store, width):
         await run_query(pilot, QUERY)
         status = status_line(app)
         assert not status.endswith("…") and len(status) <= width - 2
-        excluded = {k: v for k, v in pane.base.trace["excluded"].items() if v}
+        excluded = {k: v for k, v in pane.base.trace.excluded.items() if v}
         assert "out_of_scope" in excluded
         if width >= 120:
             assert f"{excluded['out_of_scope']} out of scope" in status and "pools:" in status
         # A big store's numbers (a 50k database's): still one line that fits.
         trace = pane.base.trace
-        trace.update(
-            truncated=True,
-            candidates=1_625,
-            pools={"keyword": {"size": 100}, "vector": {"size": 100}},
-            excluded={"refuted": 412, "expired": 213, "out_of_scope": 0},
-        )
+        trace.truncated = True
+        trace.candidates = 1_625
+        trace.pools = {"keyword": LanePool(size=100), "vector": LanePool(size=100)}
+        trace.excluded = {"refuted": 412, "expired": 213, "out_of_scope": 0}
         pane.keyword_tenths = 6  # what-if weights say so
         pane._rerank()
         await settle(pilot)
@@ -1124,7 +1123,7 @@ async def test_plus_shows_more_results_and_a_new_query_starts_at_the_first_page(
         await run_query(pilot, "items api injection")
         pane = app.query_one(SearchPane)
         first = [r.id for r in pane.response.results]
-        assert len(first) == RESULT_LIMIT and pane.response.trace["truncated"]
+        assert len(first) == RESULT_LIMIT and pane.response.trace.truncated
         results = app.query_one(ResultList)
         assert app.focused is results
         results.highlighted = 3
@@ -1134,12 +1133,12 @@ async def test_plus_shows_more_results_and_a_new_query_starts_at_the_first_page(
         more = [r.id for r in pane.response.results]
         assert more[:RESULT_LIMIT] == first and len(more) > RESULT_LIMIT
         assert results.current_id() == kept  # the place is kept
-        assert f"{len(more)} of" in screen_text(app) or not pane.response.trace["truncated"]
+        assert f"{len(more)} of" in screen_text(app) or not pane.response.trace.truncated
         assert "+ More" in screen_text(app).splitlines()[-1] or len(more) < 2 * RESULT_LIMIT
         await run_query(pilot, "sql injection")
         assert len(pane.response.results) <= RESULT_LIMIT
         await run_query(pilot, "commix")  # every result shown: the key is not offered
-        assert not pane.response.trace["truncated"]
+        assert not pane.response.trace.truncated
         assert "+ More" not in screen_text(app).splitlines()[-1]
 
 
@@ -1207,7 +1206,7 @@ def test_the_app_and_the_cli_print_the_same_digits(store: MemoryStore, query: st
     number of results each shows."""
     source = NativeSource(store)
     response = source.search(query, limit=RESULT_LIMIT)
-    places = lane_places(response.candidates, response.trace["pools"])
+    places = lane_places(response.candidates, response.trace.pools)
     env = {"COLUMNS": "400", "MEMTUI_NOW": "2026-11-30T12:00:00Z"}
     out = CliRunner().invoke(
         main, ["search", str(store.path), query, "--explain", "--limit", "8"], env=env
@@ -1217,7 +1216,7 @@ def test_the_app_and_the_cli_print_the_same_digits(store: MemoryStore, query: st
     assert len(blocks) == min(8, len(response.results))
     assert any(cli_digits(block)["terms"] for block in blocks)
     for result, block in zip(response.results, blocks, strict=False):
-        explanation = source.explain(query, result.id) if result.trace["keyword"]["raw"] else None
+        explanation = source.explain(query, result.id) if result.trace.keyword.raw else None
         text = plain(render_breakdown(result, response.trace, explanation, places), width=400)
         cli, app = cli_digits(block), app_digits(text)
         assert cli["keyword"] and cli["vector"] and len(cli["score"]) == 3, block
@@ -1255,9 +1254,9 @@ def test_a_narrow_breakdown_breaks_its_normalization_and_still_redoes(
     source = NativeSource(store)
     query = "sql injection items api"
     response = source.search(query, limit=RESULT_LIMIT)
-    places = lane_places(response.candidates, response.trace["pools"])
+    places = lane_places(response.candidates, response.trace.pools)
     for result in response.results:
-        explanation = source.explain(query, result.id) if result.trace["keyword"]["raw"] else None
+        explanation = source.explain(query, result.id) if result.trace.keyword.raw else None
         text = render_breakdown(result, response.trace, explanation, places, width).plain
         for line in text.splitlines():
             if "norm = (" in line or line.lstrip().startswith("/ ("):

@@ -9,6 +9,7 @@ from conftest import SAMPLE_CORPUS, one_error_line
 from memtui.cli import main
 from memtui.core import store as store_module
 from memtui.core.store import SCHEMA_VERSION
+from memtui.core.store import connection as store_connection
 
 
 def snapshot(path):
@@ -82,7 +83,7 @@ def test_an_sqlite_without_fts5_is_one_line_and_creates_nothing(
         for suffix in ("-wal", "-shm"):
             (tmp_path / f"new.db{suffix}").unlink(missing_ok=True)
         before = snapshot(db)
-    monkeypatch.setattr(store_module, "fts5_available", lambda: False)
+    monkeypatch.setattr(store_connection, "fts5_available", lambda: False)
     line = one_error_line(runner.invoke(main, [a.format(db=db) for a in args]))
     assert "built without FTS5" in line and "use a Python whose SQLite has FTS5" in line
     left = {p.name for p in tmp_path.iterdir()}

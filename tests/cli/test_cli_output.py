@@ -19,8 +19,9 @@ from rich.console import Console
 
 from memtui.cli import main
 from memtui.commands import search as search_command
+from memtui.commands import search_header
 from memtui.commands.lanes import abbreviate_ids
-from memtui.core.search import SearchResult
+from memtui.core.search import LanePool, LaneScore, ResultTrace, SearchResult
 from memtui.core.store import MemoryStore
 
 FLASK = "python:postgresql:waf_present:generic_waf:rest:flask"
@@ -241,12 +242,15 @@ def fake_result(rng: random.Random, low: float, high: float, weights: dict) -> S
         created_at=None,
         expires_at=None,
         rank=1,
-        trace={
-            "keyword": {"raw": kw_raw, "normalized": kw},
-            "vector": {"raw": vec_raw, "normalized": vec},
-            "weights": weights,
-            "fallback": None,
-        },
+        trace=ResultTrace(
+            keyword=LaneScore(kw_raw, kw),
+            vector=LaneScore(vec_raw, vec),
+            weights=weights,
+            fallback=None,
+            found_by=[],
+            created_at=None,
+            expires_at=None,
+        ),
     )
 
 
@@ -259,7 +263,7 @@ def test_arithmetic_recomputes_for_any_numbers():
         span = rng.choice([0.0, 1e-9, 1e-4, rng.uniform(0, 1), rng.uniform(0, 20)])
         weight = rng.choice([0.3, 0.5, round(rng.random(), rng.randint(1, 4)), 1 / 3])
         weights = {"keyword": weight, "vector": rng.choice([1 - weight, 0.7, 2.0])}
-        pools = {lane: {"min": low, "max": low + span, "size": 5} for lane in weights}
+        pools = {lane: LanePool(size=5, min=low, max=low + span) for lane in weights}
         result = fake_result(rng, low, low + span, weights)
         width = rng.choice([80, 120, 400])
         lines = search_command.explanation_lines(result, pools, width)
@@ -274,7 +278,7 @@ def test_arithmetic_recomputes_for_any_numbers():
 def printed(trace: dict, width: int = 80) -> str:
     out = Console(width=width, record=True, markup=False, highlight=False)
     with out.capture() as captured:
-        search_command._print_left_out(out, trace)
+        search_header.print_left_out(out, trace)
     return captured.get()
 
 

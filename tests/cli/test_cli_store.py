@@ -239,10 +239,10 @@ def json_records(runner, db: Path) -> list[dict]:
 def test_forget_scope_says_when_erasure_is_not_verified(runner, cli_db, monkeypatch):
     import sqlite3
 
-    from memtui.core import store as store_module
+    from memtui.core import index_db
 
-    monkeypatch.setattr(store_module, "CHECKPOINT_RETRIES", 2)
-    monkeypatch.setattr(store_module, "CHECKPOINT_RETRY_DELAY", 0.001)
+    monkeypatch.setattr(index_db, "CHECKPOINT_RETRIES", 2)
+    monkeypatch.setattr(index_db, "CHECKPOINT_RETRY_DELAY", 0.001)
     reader = sqlite3.connect(cli_db)
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM records").fetchone()

@@ -163,10 +163,10 @@ def test_without_the_purge_the_word_would_survive(db_path):
 
 
 def test_forget_reports_unverified_when_a_reader_pins_the_wal(db_path, monkeypatch):
-    from memtui.core import store as store_module
+    from memtui.core import index_db
 
-    monkeypatch.setattr(store_module, "CHECKPOINT_RETRIES", 2)
-    monkeypatch.setattr(store_module, "CHECKPOINT_RETRY_DELAY", 0.001)
+    monkeypatch.setattr(index_db, "CHECKPOINT_RETRIES", 2)
+    monkeypatch.setattr(index_db, "CHECKPOINT_RETRY_DELAY", 0.001)
     with MemoryStore(db_path, clock=fixed_clock) as store:
         _populate(store, 20)
         target = store.add_record(tier="working", record_type="note", content=f"x {CANARY}")
@@ -196,10 +196,10 @@ def test_forgetting_a_missing_id_is_an_error_and_writes_nothing(store):
 
 
 def test_forget_scope_reports_unverified_when_a_reader_pins_the_wal(db_path, monkeypatch):
-    from memtui.core import store as store_module
+    from memtui.core import index_db
 
-    monkeypatch.setattr(store_module, "CHECKPOINT_RETRIES", 2)
-    monkeypatch.setattr(store_module, "CHECKPOINT_RETRY_DELAY", 0.001)
+    monkeypatch.setattr(index_db, "CHECKPOINT_RETRIES", 2)
+    monkeypatch.setattr(index_db, "CHECKPOINT_RETRY_DELAY", 0.001)
     with MemoryStore(db_path, clock=fixed_clock) as store:
         _populate(store, 20)
         reader = sqlite3.connect(db_path)

@@ -50,10 +50,10 @@ def fuzz_store():
 )
 def test_any_query_runs_without_a_keyword_lane_error(fuzz_store, query):
     response = hybrid_search(fuzz_store, query)
-    assert response.trace["keyword_lane_error"] is False
+    assert response.trace.keyword_lane_error is False
     for result in response.results:
         assert 0.0 <= result.keyword_score <= 1.0 and 0.0 <= result.vector_score <= 1.0
-        weights = result.trace["weights"]
+        weights = result.trace.weights
         assert result.score == pytest.approx(
             weights["keyword"] * result.keyword_score + weights["vector"] * result.vector_score
         )

@@ -12,19 +12,27 @@ import numpy as np
 import pytest
 from conftest import fixed_clock
 
-from memtui.core import search as search_module
+from memtui.core import index_db
 from memtui.core import store as store_module
 from memtui.core.embed import HashEmbedder
 from memtui.core.records import TIERS, format_timestamp
 from memtui.core.search import (
-    _keyword_lane,
     explain_keyword,
     hybrid_search,
     index_tokens,
     match_expression,
     min_max_normalize,
 )
-from memtui.core.store import SCHEMA_VERSION, MemoryStore, MemoryStoreError, unpack_vector
+from memtui.core.search import hidden as hidden_module
+from memtui.core.search import keyword as keyword_module
+from memtui.core.search.keyword import keyword_lane
+from memtui.core.store import (
+    SCHEMA_VERSION,
+    MemoryStore,
+    MemoryStoreError,
+    erasure_checks,
+    unpack_vector,
+)
 
 WORDS = "osprey kestrel heron plover curlew dunlin gannet petrel".split()
 PROFILES = [
@@ -117,9 +125,9 @@ FILTERS = [None, {"tier": "working"}, {"engagement": "e1"}, {"record_type": "tac
 def test_keyword_lane_equals_the_join_it_replaced(populated, monkeypatch, parallel, pool_size):
     side_calls = []
     if parallel:  # the two-connection path that a big store takes, started at the first step
-        monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
-        monkeypatch.setattr(search_module, "_STEPS_PER_MATCH", 0)
-        monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)
+        monkeypatch.setattr(keyword_module, "_PARALLEL_MIN_ROWS", 0)
+        monkeypatch.setattr(keyword_module, "_STEPS_PER_MATCH", 0)
+        monkeypatch.setattr(index_db, "PROGRESS_STEPS", 1)
         side_query = MemoryStore.side_query
 
         def counted(self, *args):
@@ -131,14 +139,14 @@ def test_keyword_lane_equals_the_join_it_replaced(populated, monkeypatch, parall
         for query in QUERIES:
             match = match_expression(index_tokens(store, query))
             for filters in FILTERS:
-                lane, excluded, matched = _keyword_lane(store, match, filters, pool_size)
+                lane, excluded, matched = keyword_lane(store, match, filters, pool_size)
                 ranked, want_excluded, want_matched = reference_keyword_lane(
                     store, match, filters, pool_size
                 )
                 assert list(lane.raw.items()) == [(i, s) for i, s, _c, _e in ranked]
                 scores = list(lane.raw.values())
                 assert list(lane.normalized.values()) == min_max_normalize(scores)
-                assert (lane.pool["min"], lane.pool["max"]) == (
+                assert (lane.pool.min, lane.pool.max) == (
                     (min(scores), max(scores)) if scores else (None, None)
                 )
                 assert (excluded, matched) == (want_excluded, want_matched), (query, filters)
@@ -153,7 +161,7 @@ def test_keyword_lane_equals_the_join_it_replaced(populated, monkeypatch, parall
 
 def test_the_pool_refills_when_hidden_rows_crowd_the_top(tmp_path, monkeypatch):
     """Every best-ranked match is refuted: the first over-fetch comes short, the refill does not."""
-    monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(keyword_module, "_PARALLEL_MIN_ROWS", 0)
     with MemoryStore(tmp_path / "crowd.db", clock=fixed_clock) as store:
         for i in range(30):  # short texts rank first for "wren"
             rid = store.record_success(
@@ -165,7 +173,7 @@ def test_the_pool_refills_when_hidden_rows_crowd_the_top(tmp_path, monkeypatch):
             for i in range(1, 8)
         ]
         match = match_expression(["wren"])
-        lane, excluded, matched = _keyword_lane(store, match, None, 5)
+        lane, excluded, matched = keyword_lane(store, match, None, 5)
         assert list(lane.raw) == live[:5]
         assert excluded["refuted"] == 30 and matched == 37
         assert (list(lane.raw.items()), excluded, matched) == (
@@ -246,7 +254,7 @@ def test_ingest_with_vectors_then_search_by_vector(tmp_path):
         ids = store.ingest(rows, vectors=vectors, embedder_name="fixed-3")
         response = hybrid_search(store, "unrelated", embedder=Fixed())
         assert [r.record_id for r in response.results] == ids[:2]  # cosine 1.0, 0.6; 0.0 is out
-        assert response.results[1].trace["vector"]["raw"] == pytest.approx(0.6)
+        assert response.results[1].trace.vector.raw == pytest.approx(0.6)
 
 
 def test_explain_counts_repeated_terms_and_ignores_marker_characters(tmp_path):
@@ -316,7 +324,7 @@ def test_a_v1_file_upgrades_to_v2_on_a_writable_open(tmp_path):
         assert store.tier_counts() == {"working": 0, "episodic": 0, "longterm": 0, "knowledge": 1}
         response = hybrid_search(store, "albatross", embedder=HashEmbedder(16))
         assert [r.record_id for r in response.results] == [1]
-        assert response.trace["excluded"]["expired"] == 1
+        assert response.trace.excluded["expired"] == 1
         assert store.forget(1, reason="upgrade test") is True
         assert store.vectors_generation() == 1
     with MemoryStore(path, read_only=True) as reader:  # upgraded once, readable read-only after
@@ -330,10 +338,10 @@ def test_keyword_lane_clock_boundary_is_strict_with_the_cached_hidden_rows(tmp_p
             tier="working", record_type="note", content="merlin", expires_at="2026-12-01T00:00:00Z"
         )
         match = match_expression(["merlin"])
-        lane, excluded, _ = _keyword_lane(store, match, None, 10)
+        lane, excluded, _ = keyword_lane(store, match, None, 10)
         assert list(lane.raw) == [rid] and excluded["expired"] == 0
         now[0] = datetime(2026, 12, 1, tzinfo=UTC)  # the data did not change; the clock did
-        lane, excluded, _ = _keyword_lane(store, match, None, 10)  # now == expires_at: gone
+        lane, excluded, _ = keyword_lane(store, match, None, 10)  # now == expires_at: gone
         assert list(lane.raw) == [] and excluded["expired"] == 1
 
 
@@ -341,7 +349,7 @@ def test_keyword_lane_clock_boundary_is_strict_with_the_cached_hidden_rows(tmp_p
 def test_scope_forget_verifies_the_index_word_by_word_or_one_by_one(
     tmp_path, monkeypatch, probe_each_max
 ):
-    monkeypatch.setattr(store_module, "_PROBE_EACH_MAX", probe_each_max)
+    monkeypatch.setattr(erasure_checks, "_PROBE_EACH_MAX", probe_each_max)
     with MemoryStore(tmp_path / "w.db", clock=fixed_clock) as store:
         for i in range(60):
             store.add_record(
@@ -370,7 +378,7 @@ def test_a_posting_without_its_record_is_never_a_result(tmp_path):
         ghost = store.add_record(tier="knowledge", record_type="note", content="skua")
         store.connection.execute("DROP TRIGGER records_ad")
         store.connection.execute("DELETE FROM records WHERE id = ?", (ghost,))
-        lane, _excluded, matched = _keyword_lane(store, match_expression(["skua"]), None, 10)
+        lane, _excluded, matched = keyword_lane(store, match_expression(["skua"]), None, 10)
         assert set(lane.raw) == {kept, ghost} and matched == 2  # the index still holds both
         response = hybrid_search(store, "skua", keyword_only=True)
         assert [r.record_id for r in response.candidates] == [kept]
@@ -387,7 +395,7 @@ def test_the_expiry_cut_is_kept_only_for_its_span(tmp_path):
                 content="tern",
                 expires_at=f"2026-12-0{day}T00:00:00Z",
             )
-        hidden = search_module._hidden_rows(store)
+        hidden = hidden_module.hidden_rows(store)
         for now, passed in [
             ("2026-12-03T00:00:00.000000Z", 1),
             ("2026-12-03T23:59:59.999999Z", 1),
@@ -416,7 +424,7 @@ def test_the_expiry_cut_follows_the_clock_moment_by_moment(tmp_path):
             "UPDATE records SET expires_at = '2026-12-05T20:00:00-05:00' "
             "WHERE expires_at LIKE '2026-12-06%'"
         )
-        hidden = search_module._hidden_rows(store)
+        hidden = hidden_module.hidden_rows(store)
         match = match_expression(["tern"])
         for moment, passed in [
             (datetime(2026, 12, 3, tzinfo=UTC), 1),
@@ -431,7 +439,7 @@ def test_the_expiry_cut_follows_the_clock_moment_by_moment(tmp_path):
             now[0] = moment
             assert hidden.expired_now(store) == passed, moment
             assert hidden.expired_before(format_timestamp(moment)) == passed, moment
-            _lane, excluded, matched = _keyword_lane(store, match, None, 10)
+            _lane, excluded, matched = keyword_lane(store, match, None, 10)
             assert (excluded["expired"], matched) == (passed, 3), moment
 
 
@@ -440,16 +448,16 @@ def test_the_side_listing_starts_only_for_a_ranking_with_more_matches_than_it_ke
 ):
     """The listing beside the ranking starts once the ranking has stepped past N matches."""
     calls = []
-    monkeypatch.setattr(search_module, "_PARALLEL_MIN_ROWS", 0)
-    monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)  # count every step
+    monkeypatch.setattr(keyword_module, "_PARALLEL_MIN_ROWS", 0)
+    monkeypatch.setattr(index_db, "PROGRESS_STEPS", 1)  # count every step
     monkeypatch.setattr(MemoryStore, "side_query", lambda self, *args: calls.append(args))
     with MemoryStore(populated, clock=fixed_clock, read_only=True) as store:
         match = match_expression(["osprey"])
-        whole, excluded, matched = _keyword_lane(store, match, None, 100)
+        whole, excluded, matched = keyword_lane(store, match, None, 100)
         assert 50 < matched < 200  # N >= 216: the ranking holds every match
         assert len(whole.raw) == matched - sum(excluded.values())
         assert calls == []
-        lane, _excluded, matched_again = _keyword_lane(store, match, None, 1)  # N is about 18
+        lane, _excluded, matched_again = keyword_lane(store, match, None, 1)  # N is about 18
         assert len(calls) == 1  # started beside the ranking; no second connection: in line
         assert matched_again == matched and list(lane.raw) == list(whole.raw)[:1]
 
@@ -465,10 +473,10 @@ def test_postings_without_rows_are_classified_exactly(tmp_path):
         store.connection.execute(
             "INSERT INTO records_fts (rowid, content) VALUES (-1, 'tern'), (999, 'tern')"
         )
-        hidden = search_module._hidden_rows(store)
+        hidden = hidden_module.hidden_rows(store)
         for ids in ([live, refuted], [live, refuted, -1], [999, refuted, live]):
             assert hidden.hidden_among(store, ids) == ({refuted}, set()), ids
-        lane, excluded, matched = _keyword_lane(store, match_expression(["tern"]), None, 10)
+        lane, excluded, matched = keyword_lane(store, match_expression(["tern"]), None, 10)
         assert matched == 4 and excluded["refuted"] == 1 and refuted not in lane.raw
         assert [r.record_id for r in hybrid_search(store, "tern", keyword_only=True).results] == [
             live

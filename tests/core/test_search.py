@@ -72,23 +72,23 @@ def fts_raw(store, query_terms, record_id, joiner=" OR "):
 
 def assert_adds_up(response: SearchResponse):
     """Every result's score recomputes from its trace, and each norm from the pools."""
-    pools = response.trace["pools"]
+    pools = response.trace.pools
     for result in response.results:
-        weights = result.trace["weights"]
-        assert weights == response.trace["weights"]
-        assert result.keyword_score == result.trace["keyword"]["normalized"]
-        assert result.vector_score == result.trace["vector"]["normalized"]
+        weights = result.trace.weights
+        assert weights == response.trace.weights
+        assert result.keyword_score == result.trace.keyword.normalized
+        assert result.vector_score == result.trace.vector.normalized
         assert result.score == (
-            weights["keyword"] * result.trace["keyword"]["normalized"]
-            + weights["vector"] * result.trace["vector"]["normalized"]
+            weights["keyword"] * result.trace.keyword.normalized
+            + weights["vector"] * result.trace.vector.normalized
         )
         for lane in ("keyword", "vector"):
-            raw = result.trace[lane]["raw"]
-            norm = result.trace[lane]["normalized"]
+            raw = result.trace.lane(lane).raw
+            norm = result.trace.lane(lane).normalized
             if raw is None:
                 assert norm == 0.0
                 continue
-            lo, hi = pools[lane]["min"], pools[lane]["max"]
+            lo, hi = pools[lane].min, pools[lane].max
             assert lo <= raw <= hi
             expected = 1.0 if hi == lo else (raw - lo) / (hi - lo)
             assert norm == pytest.approx(expected, abs=1e-12)
@@ -121,9 +121,9 @@ def test_real_keyword_pool_is_min_max_normalized(plain):
     note(plain, "nothing relevant here")
     response = hybrid_search(plain, "lantern")
     assert ids(response) == [short, mid, long]  # shorter documents score higher in BM25
-    raws = [r.trace["keyword"]["raw"] for r in response.results]
-    pool = response.trace["pools"]["keyword"]
-    assert (pool["size"], pool["min"], pool["max"], pool["limit"]) == (3, raws[2], raws[0], 100)
+    raws = [r.trace.keyword.raw for r in response.results]
+    pool = response.trace.pools["keyword"]
+    assert (pool.size, pool.min, pool.max, pool.limit) == (3, raws[2], raws[0], 100)
     assert [r.keyword_score for r in response.results] == [
         1.0,
         (raws[1] - raws[2]) / (raws[0] - raws[2]),
@@ -138,7 +138,7 @@ def test_a_single_hit_pool_scores_one(plain):
     response = hybrid_search(plain, "zephyr")
     assert ids(response) == [only]
     assert response.results[0].keyword_score == 1.0
-    assert response.trace["pools"]["keyword"]["size"] == 1
+    assert response.trace.pools["keyword"].size == 1
 
 
 def test_merged_score_uses_default_weights_and_recomputes(hstore):
@@ -150,19 +150,19 @@ def test_merged_score_uses_default_weights_and_recomputes(hstore):
     ):
         note(hstore, text)
     response = hybrid_search(hstore, "sql injection items api")
-    assert response.trace["fallback"] is None
-    assert response.trace["weights"] == {"keyword": 0.3, "vector": 0.7}
-    assert response.trace["embedder"] == "hash-256"
+    assert response.trace.fallback is None
+    assert response.trace.weights == {"keyword": 0.3, "vector": 0.7}
+    assert response.trace.embedder == "hash-256"
     top = response.results[0]
     assert top.score == pytest.approx(0.3 * top.keyword_score + 0.7 * top.vector_score)
     assert_adds_up(response)
     # a record only the vector lane found scores 0 in the keyword lane, undivided
-    vector_only = [r for r in response.results if r.trace["keyword"]["raw"] is None]
+    vector_only = [r for r in response.results if r.trace.keyword.raw is None]
     assert vector_only
     for result in vector_only:
         assert result.keyword_score == 0.0
         assert result.score == 0.7 * result.vector_score
-        assert result.trace["found_by"] == ["vector"]
+        assert result.trace.found_by == ["vector"]
 
 
 def test_vector_lane_cosine_of_identical_text_is_one(hstore):
@@ -171,7 +171,7 @@ def test_vector_lane_cosine_of_identical_text_is_one(hstore):
     response = hybrid_search(hstore, "graphql batching one time codes")
     top = response.results[0]
     assert top.record_id == same
-    assert top.trace["vector"]["raw"] == pytest.approx(1.0, abs=1e-6)  # float32 storage
+    assert top.trace.vector.raw == pytest.approx(1.0, abs=1e-6)  # float32 storage
     assert top.vector_score == 1.0
 
 
@@ -200,27 +200,27 @@ def test_raising_embedder_falls_back_and_the_next_search_does_not(hstore):
     note(hstore, "sqlmap items api time based")
     note(hstore, "dalfox reflected xss")
     broken = hybrid_search(hstore, "items api", embedder=RaisingEmbedder())
-    assert "model server offline" in broken.trace["fallback"]
-    assert "hash-256" in broken.trace["fallback"]
-    assert broken.trace["weights"] == {"keyword": 1.0, "vector": 0.0}
-    assert broken.trace["pools"]["vector"]["size"] == 0
-    assert all(r.trace["fallback"] == broken.trace["fallback"] for r in broken.results)
+    assert "model server offline" in broken.trace.fallback
+    assert "hash-256" in broken.trace.fallback
+    assert broken.trace.weights == {"keyword": 1.0, "vector": 0.0}
+    assert broken.trace.pools["vector"].size == 0
+    assert all(r.trace.fallback == broken.trace.fallback for r in broken.results)
     assert all(r.vector_score == 0.0 and r.score == r.keyword_score for r in broken.results)
 
     good = hybrid_search(hstore, "items api", embedder=HashEmbedder())
-    assert good.trace["fallback"] is None
-    assert good.trace["weights"] == {"keyword": 0.3, "vector": 0.7}
-    assert good.trace["pools"]["vector"]["size"] == 1  # the xss note shares no word
-    assert all(r.trace["fallback"] is None for r in good.results)
+    assert good.trace.fallback is None
+    assert good.trace.weights == {"keyword": 0.3, "vector": 0.7}
+    assert good.trace.pools["vector"].size == 1  # the xss note shares no word
+    assert all(r.trace.fallback is None for r in good.results)
 
 
 def test_no_embedder_falls_back_to_keyword_only(plain):
     rid = note(plain, "sqlmap items api")
     response = hybrid_search(plain, "items")
     assert plain.recorded_embedder() is None
-    assert response.trace["fallback"].startswith("no embedder")
-    assert response.trace["embedder"] is None
-    assert response.trace["weights"] == {"keyword": 1.0, "vector": 0.0}
+    assert response.trace.fallback.startswith("no embedder")
+    assert response.trace.embedder is None
+    assert response.trace.weights == {"keyword": 1.0, "vector": 0.0}
     assert ids(response) == [rid]
     assert response.results[0].score == 1.0
 
@@ -228,39 +228,39 @@ def test_no_embedder_falls_back_to_keyword_only(plain):
 def test_an_embedder_given_for_a_database_without_vectors_falls_back(plain):
     note(plain, "sqlmap items api")
     response = hybrid_search(plain, "items", embedder=HashEmbedder())
-    assert "no stored vectors" in response.trace["fallback"]
-    assert response.trace["weights"]["vector"] == 0.0
+    assert "no stored vectors" in response.trace.fallback
+    assert response.trace.weights["vector"] == 0.0
 
 
 def test_other_embedder_falls_back_naming_both_dimensions(hstore):
     note(hstore, "sqlmap items api")
     response = hybrid_search(hstore, "items", embedder=HashEmbedder(64))
-    reason = response.trace["fallback"]
+    reason = response.trace.fallback
     assert reason == (
         "stored vectors were written by hash-256 (256 dims); query embedder is hash-64 (64 dims)"
     )
-    assert response.trace["weights"] == {"keyword": 1.0, "vector": 0.0}
+    assert response.trace.weights == {"keyword": 1.0, "vector": 0.0}
 
 
 def test_query_vector_of_the_wrong_length_falls_back_naming_both(hstore):
     note(hstore, "sqlmap items api")
-    reason = hybrid_search(hstore, "items", embedder=ShortEmbedder()).trace["fallback"]
+    reason = hybrid_search(hstore, "items", embedder=ShortEmbedder()).trace.fallback
     assert "3 dims" in reason and "256 dims" in reason
 
 
 def test_keyword_only_is_a_fallback_with_its_reason(hstore):
     note(hstore, "sqlmap items api")
     response = hybrid_search(hstore, "items", keyword_only=True)
-    assert "keyword-only" in response.trace["fallback"]
-    assert response.trace["weights"] == {"keyword": 1.0, "vector": 0.0}
+    assert "keyword-only" in response.trace.fallback
+    assert response.trace.weights == {"keyword": 1.0, "vector": 0.0}
 
 
 def test_a_query_the_embedder_maps_to_zero_falls_back(hstore):
     rid = note(hstore, "marker \ue000 in a private-use character")
     # U+E000 is a unicode61 token (category Co) but no word to the hash embedder
     response = hybrid_search(hstore, "\ue000")
-    assert response.trace["terms"] == ["\ue000"]
-    assert "all zeros" in response.trace["fallback"]
+    assert response.trace.terms == ["\ue000"]
+    assert "all zeros" in response.trace.fallback
     assert ids(response) == [rid]
 
 
@@ -279,10 +279,10 @@ def test_refuted_tactic_leaves_search_but_its_row_stays(hstore):
     hstore.refute(rid, reason="false positive: rate limiter delay")
     after = hybrid_search(hstore, "zanzibar quokka")
     assert rid not in [r.record_id for r in after.candidates]
-    assert after.trace["excluded"] == {"refuted": 1, "expired": 0, "out_of_scope": 0}
-    lanes = after.trace["excluded_by_lane"]
+    assert after.trace.excluded == {"refuted": 1, "expired": 0, "out_of_scope": 0}
+    lanes = after.trace.excluded_by_lane
     assert lanes["keyword"]["refuted"] == lanes["vector"]["refuted"] == 1  # one record, once
-    assert after.trace["matched"] == 1
+    assert after.trace.matched == 1
     kept = hstore.fetch(include_refuted=True, record_type="tactic")
     assert [r.id for r in kept] == [rid] and kept[0].refuted
 
@@ -294,7 +294,7 @@ def test_forgotten_record_is_gone_from_both_lanes(hstore):
     assert hstore.forget(gone, reason="test erasure") is True
     response = hybrid_search(hstore, "wombat canary phrase")
     assert gone not in [r.record_id for r in response.candidates]
-    assert response.trace["matched"] == 0
+    assert response.trace.matched == 0
     assert ids(hybrid_search(hstore, "wombat")) == [stays]
 
 
@@ -307,10 +307,10 @@ def test_expired_records_never_return_and_the_boundary_is_strict(hstore):
     assert set(ids(response)) == {future, forever}
     found = {r.record_id for r in response.candidates}
     assert at_now not in found and past not in found
-    assert response.trace["excluded"]["expired"] == 2
+    assert response.trace.excluded["expired"] == 2
     by_id = {r.record_id: r for r in response.results}
     assert by_id[future].expires_at == format_timestamp(NOW + timedelta(seconds=1))
-    assert by_id[future].trace["expires_at"] == by_id[future].expires_at
+    assert by_id[future].trace.expires_at == by_id[future].expires_at
     assert by_id[forever].expires_at is None
     assert by_id[forever].created_at == format_timestamp(NOW)
 
@@ -330,13 +330,13 @@ def test_filters_restrict_both_lanes_and_count_what_they_left_out(hstore):
     assert [r.record_id for r in response.candidates] == [mine]
     # The keyword lane dropped eng-b's record (the knowledge note lacks "payload"); the
     # vector lane would also have had the knowledge note (it shares "heron"): 2 distinct.
-    assert response.trace["excluded_by_lane"]["keyword"]["out_of_scope"] == 1
-    assert response.trace["excluded_by_lane"]["vector"]["out_of_scope"] == 2
-    assert response.trace["excluded"]["out_of_scope"] == 2
-    assert response.trace["filters"] == {"engagement": "eng-a"}
+    assert response.trace.excluded_by_lane["keyword"]["out_of_scope"] == 1
+    assert response.trace.excluded_by_lane["vector"]["out_of_scope"] == 2
+    assert response.trace.excluded["out_of_scope"] == 2
+    assert response.trace.filters == {"engagement": "eng-a"}
     wider = hybrid_search(hstore, "heron", filters={"tier": "episodic"}, keyword_only=True)
     assert len(wider.results) == 2
-    assert wider.trace["excluded"]["out_of_scope"] == 1
+    assert wider.trace.excluded["out_of_scope"] == 1
 
 
 def test_ties_break_by_record_id_ascending(hstore):
@@ -399,9 +399,9 @@ HOSTILE = [
 def test_hostile_queries_never_break_the_keyword_lane(hstore, query):
     note(hstore, "sqli or xss and not near alpha beta a.example x y don't a b hello")
     response = hybrid_search(hstore, query)
-    assert response.trace["keyword_lane_error"] is False
-    if response.trace["terms"]:
-        assert response.trace["query"] == sanitize_query(query)
+    assert response.trace.keyword_lane_error is False
+    if response.trace.terms:
+        assert response.trace.query == sanitize_query(query)
 
 
 def test_or_is_a_required_word_not_an_operator(plain):
@@ -409,12 +409,12 @@ def test_or_is_a_required_word_not_an_operator(plain):
     both = note(plain, "sqli or xss, whichever fires first")
     no_or = note(plain, "sqli xss combined payload")
     response = hybrid_search(plain, "sqli OR xss")
-    assert response.trace["terms"] == ["sqli", "or", "xss"]
+    assert response.trace.terms == ["sqli", "or", "xss"]
     assert ids(response) == [both]
     assert only_sqli not in ids(response) and no_or not in ids(response)
     any_mode = hybrid_search(plain, "sqli OR xss", any_terms=True)
     assert set(ids(any_mode)) == {only_sqli, both, no_or}
-    assert any_mode.trace["match"] == '"sqli" OR "or" OR "xss"'
+    assert any_mode.trace.match == '"sqli" OR "or" OR "xss"'
 
 
 def test_not_and_near_are_words_too(plain):
@@ -429,7 +429,7 @@ def test_dotted_host_matches(plain):
     rid = note(plain, "callback from a.example arrived")
     note(plain, "example without the dot")
     response = hybrid_search(plain, "a.example")
-    assert response.trace["terms"] == ["a", "example"]
+    assert response.trace.terms == ["a", "example"]
     assert ids(response) == [rid]
 
 
@@ -438,7 +438,7 @@ def test_underscore_splits_into_two_terms_as_the_index_does(plain):
     spaced = note(plain, "test the sqli payload")
     response = hybrid_search(plain, "test_sqli")
     # unicode61 treats "_" (a connector punctuation) as a separator
-    assert response.trace["terms"] == ["test", "sqli"]
+    assert response.trace.terms == ["test", "sqli"]
     assert set(ids(response)) == {joined, spaced}
 
 
@@ -446,7 +446,7 @@ def test_terms_come_from_the_index_tokenizer_not_python(plain):
     rid = note(plain, "meeting at the cafe downtown")
     response = hybrid_search(plain, "CAFÉ")
     assert sanitize_query("CAFÉ") == "café"  # Python keeps the accent...
-    assert response.trace["terms"] == ["cafe"]  # ...unicode61 removes it
+    assert response.trace.terms == ["cafe"]  # ...unicode61 removes it
     assert ids(response) == [rid]
     assert index_tokens(plain, "don’t İstanbul Straße") == ["don", "t", "istanbul", "straße"]
 
@@ -456,9 +456,9 @@ def test_empty_query_returns_nothing_and_says_why(hstore, query):
     note(hstore, "some record")
     response = hybrid_search(hstore, query)
     assert response.results == []
-    assert response.trace["empty_query"] is True
-    assert "empty query" in response.trace["note"]
-    assert response.trace["keyword_lane_error"] is False
+    assert response.trace.empty_query is True
+    assert "empty query" in response.trace.note
+    assert response.trace.keyword_lane_error is False
 
 
 # ---------------------------------------------------------------- keyword lane errors
@@ -475,18 +475,18 @@ def test_keyword_lane_error_is_flagged_and_never_carried_over(tmp_path):
     raw.close()
     with MemoryStore(broken_path, clock=clock, read_only=True) as broken:
         failed = hybrid_search(broken, "osprey")
-    assert failed.trace["keyword_lane_error"] is True
-    assert "full-text query failed" in failed.trace["keyword_lane_message"]
-    assert failed.trace["pools"]["keyword"]["size"] == 0
-    assert failed.trace["pools"]["vector"]["size"] == 1  # the vector lane still ran
+    assert failed.trace.keyword_lane_error is True
+    assert "full-text query failed" in failed.trace.keyword_lane_message
+    assert failed.trace.pools["keyword"].size == 0
+    assert failed.trace.pools["vector"].size == 1  # the vector lane still ran
     with MemoryStore(good_path, clock=clock, read_only=True) as good:
         fine = hybrid_search(good, "osprey")
         nothing = hybrid_search(good, "albatross")
-    assert fine.trace["keyword_lane_error"] is False
-    assert fine.trace["keyword_lane_message"] is None
+    assert fine.trace.keyword_lane_error is False
+    assert fine.trace.keyword_lane_message is None
     assert fine.results[0].keyword_score == 1.0
-    assert nothing.trace["keyword_lane_error"] is False  # no match is not an error
-    assert nothing.trace["pools"]["keyword"]["size"] == 0
+    assert nothing.trace.keyword_lane_error is False  # no match is not an error
+    assert nothing.trace.pools["keyword"].size == 0
 
 
 # ---------------------------------------------------------------- limits, rerank
@@ -497,18 +497,18 @@ def test_limit_truncates_and_says_so(plain):
         note(plain, f"gannet number {i}")
     response = hybrid_search(plain, "gannet", limit=3)
     assert len(response.results) == 3 and len(response.candidates) == 5
-    assert response.trace["truncated"] is True
-    assert hybrid_search(plain, "gannet", limit=5).trace["truncated"] is False
+    assert response.trace.truncated is True
+    assert hybrid_search(plain, "gannet", limit=5).trace.truncated is False
 
 
 def test_pool_size_caps_each_lane(hstore):
     for i in range(6):
         note(hstore, "kestrel " + "word " * i)
     response = hybrid_search(hstore, "kestrel", pool_size=4, limit=50)
-    assert response.trace["pools"]["keyword"]["size"] == 4
-    assert response.trace["pools"]["keyword"]["limit"] == 4
-    assert response.trace["pools"]["vector"]["size"] == 4
-    assert response.trace["matched"] == 6
+    assert response.trace.pools["keyword"].size == 4
+    assert response.trace.pools["keyword"].limit == 4
+    assert response.trace.pools["vector"].size == 4
+    assert response.trace.matched == 6
 
 
 def test_rerank_re_merges_without_querying(hstore):
@@ -517,26 +517,26 @@ def test_rerank_re_merges_without_querying(hstore):
     response = hybrid_search(hstore, "sql injection items api", limit=10)
     hstore.close()  # rerank must not need the store
     keyword_heavy = rerank(response, {"keyword": 1.0, "vector": 0.0})
-    assert keyword_heavy.trace["weights"] == {"keyword": 1.0, "vector": 0.0}
+    assert keyword_heavy.trace.weights == {"keyword": 1.0, "vector": 0.0}
     expected = sorted(response.candidates, key=lambda r: (-r.keyword_score, r.record_id))
     assert ids(keyword_heavy) == [r.record_id for r in expected][:10]
     for result in keyword_heavy.results:
         assert result.score == 1.0 * result.keyword_score + 0.0 * result.vector_score
         previous = {r.record_id: r.rank for r in response.candidates}[result.record_id]
-        assert result.trace["previous_rank"] == previous
+        assert result.trace.previous_rank == previous
     back = rerank(keyword_heavy, (0.3, 0.7))
     assert [(r.record_id, r.score) for r in back.results] == [
         (r.record_id, r.score) for r in response.results
     ]
-    assert response.trace["weights"] == {"keyword": 0.3, "vector": 0.7}  # original untouched
+    assert response.trace.weights == {"keyword": 0.3, "vector": 0.7}  # original untouched
 
 
 def test_rerank_of_a_fallback_keeps_keyword_only(plain):
     note(plain, "merlin falcon")
     response = hybrid_search(plain, "falcon")
     moved = rerank(response, {"keyword": 0.5, "vector": 0.5})
-    assert moved.trace["weights"] == {"keyword": 1.0, "vector": 0.0}
-    assert moved.trace["requested_weights"] == {"keyword": 0.5, "vector": 0.5}
+    assert moved.trace.weights == {"keyword": 1.0, "vector": 0.0}
+    assert moved.trace.requested_weights == {"keyword": 0.5, "vector": 0.5}
 
 
 @pytest.mark.parametrize("weights", [{"keyword": -1, "vector": 1}, (0, 0), {"bm25": 1}, (1,)])
@@ -635,9 +635,7 @@ def test_explanation_uses_the_whole_index_including_refuted_and_expired(tmp_path
         assert detail["terms"][0]["df"] == 3
         response = hybrid_search(store, "plover")
         assert ids(response) == [live]
-        assert response.results[0].trace["keyword"]["raw"] == pytest.approx(
-            detail["total"], abs=1e-6
-        )
+        assert response.results[0].trace.keyword.raw == pytest.approx(detail["total"], abs=1e-6)
 
 
 def test_explaining_a_missing_record_is_an_error(plain):
@@ -660,28 +658,28 @@ def test_sample_corpus_search_finds_the_sqlmap_tactic_and_adds_up(sample_store):
     tactic = sqlmap_tactic(sample_store)
     query = "sql injection items api"
     response = hybrid_search(sample_store, query)
-    assert response.trace["fallback"] is None
-    assert response.trace["embedder"] == "hash-256"
-    assert response.trace["terms"] == ["sql", "injection", "items", "api"]
-    assert response.trace["pools"]["keyword"]["size"] == 8
+    assert response.trace.fallback is None
+    assert response.trace.embedder == "hash-256"
+    assert response.trace.terms == ["sql", "injection", "items", "api"]
+    assert response.trace.pools["keyword"].size == 8
     # No keyword match was left out; one expired record would have been in the vector pool.
-    assert response.trace["excluded_by_lane"]["keyword"] == {
+    assert response.trace.excluded_by_lane["keyword"] == {
         "refuted": 0,
         "expired": 0,
         "out_of_scope": 0,
     }
-    assert response.trace["excluded"] == {"refuted": 0, "expired": 1, "out_of_scope": 0}
-    assert response.trace["vectors_missing"] == 0
+    assert response.trace.excluded == {"refuted": 0, "expired": 1, "out_of_scope": 0}
+    assert response.trace.vectors_missing == 0
     found = {r.record_id: r for r in response.results}
     assert tactic.id in found
     hit = found[tactic.id]
-    assert hit.trace["found_by"] == ["keyword", "vector"]
+    assert hit.trace.found_by == ["keyword", "vector"]
     assert_adds_up(response)
     for result in response.results:
-        if result.trace["keyword"]["raw"] is None:
+        if result.trace.keyword.raw is None:
             continue
         detail = explain_keyword(sample_store, query, result.record_id)
-        assert detail["total"] == pytest.approx(result.trace["keyword"]["raw"], abs=1e-6)
+        assert detail["total"] == pytest.approx(result.trace.keyword.raw, abs=1e-6)
     # the tactic is the longest of the eight keyword matches, so BM25 puts it at the
     # bottom of the keyword pool (normalized 0.0); only its vector score carries it
     assert hit.keyword_score == 0.0

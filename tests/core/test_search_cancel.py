@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 from conftest import fixed_clock
 
-from memtui.core import store as store_module
-from memtui.core import vector_cache
+from memtui.core import index_db, vector_cache, vector_matrix
 from memtui.core.cancel import Cancelled
 from memtui.core.embed import HashEmbedder
 from memtui.core.search import hybrid_search
@@ -47,19 +46,19 @@ def test_a_search_cancelled_before_it_starts_raises(store):
 
 
 def test_the_running_ranking_statement_is_stopped_and_the_store_goes_on(store, monkeypatch):
-    monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)  # the handler looks at every step
+    monkeypatch.setattr(index_db, "PROGRESS_STEPS", 1)  # the handler looks at every step
     cancelled = CallsUntil(3)  # 1: before the keyword lane; 2, 3: inside the statement
     with pytest.raises(Cancelled):
         hybrid_search(store, "gannet", cancelled=cancelled)
     assert cancelled.calls == 4  # 4: the lane's error is the interruption, so: Cancelled
     # Only that statement stopped: the connection and its next search are fine.
     response = hybrid_search(store, "gannet cormorant", keyword_only=True)
-    assert response.trace["matched"] == sum(1 for i in range(300) if i % 7)
-    assert not response.trace["keyword_lane_error"]
+    assert response.trace.matched == sum(1 for i in range(300) if i % 7)
+    assert not response.trace.keyword_lane_error
 
 
 def test_an_uncancelled_search_is_the_same_with_or_without_the_callable(store, monkeypatch):
-    monkeypatch.setattr(store_module, "_PROGRESS_STEPS", 1)
+    monkeypatch.setattr(index_db, "PROGRESS_STEPS", 1)
     plain = hybrid_search(store, "shag cormorant")
     watched = hybrid_search(store, "shag cormorant", cancelled=lambda: False)
     assert [(r.record_id, r.score) for r in watched.candidates] == [
@@ -78,7 +77,7 @@ def test_a_cancelled_matrix_build_leaves_nothing_behind(store, tmp_path, monkeyp
         vector_cache.load(store, cancelled)
     vector_cache.wait_for_writes()
     assert cancelled.calls == 3
-    assert vector_cache._MEMORY.get(store) is None
+    assert vector_matrix.HELD.get(store) is None
     folder = tmp_path / "cache"
     assert not folder.exists() or not any(folder.rglob("*.npy*"))
     built = vector_cache.load(store)  # the next search builds it whole
@@ -89,7 +88,7 @@ def test_the_matrix_build_reports_its_progress_once(store, monkeypatch):
     monkeypatch.setattr(vector_cache, "BUILD_CHUNK", 64)
     steps: list[tuple[int, int]] = []
     first = hybrid_search(store, "gannet", vector_progress=lambda d, t: steps.append((d, t)))
-    assert first.trace["pools"]["vector"]["size"] == 100
+    assert first.trace.pools["vector"].size == 100
     assert len(steps) == 5  # 300 vectors in chunks of 64
     assert [d for d, _t in steps] == sorted(d for d, _t in steps)
     assert steps[-1] == (300, 300) and {t for _d, t in steps} == {300}

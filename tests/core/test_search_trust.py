@@ -13,7 +13,8 @@ import pytest
 from conftest import fixed_clock
 
 from memtui.core.embed import HASH_MAX_DIM, HashEmbedder, resolve_embedder
-from memtui.core.search import _vector_lane, cosine, hybrid_search
+from memtui.core.search import cosine, hybrid_search
+from memtui.core.search.vector import vector_lane
 from memtui.core.store import MemoryStore, unpack_vector
 
 REFUTED_TRAVERSAL = "path traversal encoded dot segments zzz"
@@ -69,11 +70,11 @@ def test_an_embedder_named_in_the_file_is_never_imported(sample_db, trap, capsys
     assert not (trap / "imported").exists() and not (trap / "called").exists()
     assert "memtui_trap" not in sys.modules and "this" not in set(sys.modules) - already
     assert capsys.readouterr().out == ""  # the Zen of Python stays unprinted
-    reason = response.trace["fallback"]
+    reason = response.trace.fallback
     assert "memtui never loads code that a database file names" in reason
     spec = meta.get("embedder_spec")
     assert f"--embedder {spec or 'module:callable'}" in reason
-    assert response.trace["weights"] == {"keyword": 1.0, "vector": 0.0}
+    assert response.trace.weights == {"keyword": 1.0, "vector": 0.0}
     assert response.results  # the keyword lane still answers
 
 
@@ -81,8 +82,8 @@ def test_a_huge_hash_dimension_in_the_file_is_refused(sample_db):
     set_recorded(sample_db, embedder_name="hash-100000000", embedder_dim="100000000")
     with MemoryStore(sample_db, clock=fixed_clock, read_only=True) as store:
         response = hybrid_search(store, "sql injection")
-    assert f"at most {HASH_MAX_DIM}" in response.trace["fallback"]
-    assert "is refused" in response.trace["fallback"]
+    assert f"at most {HASH_MAX_DIM}" in response.trace.fallback
+    assert "is refused" in response.trace.fallback
 
 
 def test_a_plug_in_is_recorded_with_its_spec_and_named_when_it_is_missing(tmp_path, trap):
@@ -98,14 +99,14 @@ def test_a_plug_in_is_recorded_with_its_spec_and_named_when_it_is_missing(tmp_pa
     with MemoryStore(tmp_path / "p.db", clock=fixed_clock) as store:
         assert store.embedder is None  # a plug-in is never loaded from the file
         alone = hybrid_search(store, "gannet")
-        assert alone.trace["fallback"] == (
+        assert alone.trace.fallback == (
             "the stored vectors were written by the plug-in embedder tiny-3 "
             "(loaded as memtui_trap:Tiny); memtui never loads code that a database file "
             "names: pass it yourself with --embedder memtui_trap:Tiny"
         )
-        assert alone.trace["vectors_missing"] is None  # the vector lane did not run
+        assert alone.trace.vectors_missing is None  # the vector lane did not run
         given = hybrid_search(store, "gannet", embedder=embedder)  # the operator's choice
-        assert given.trace["fallback"] is None and given.trace["embedder"] == "tiny-3"
+        assert given.trace.fallback is None and given.trace.embedder == "tiny-3"
 
 
 def test_a_builtin_embedder_recorded_in_the_file_embeds_new_records(sample_db):
@@ -115,8 +116,8 @@ def test_a_builtin_embedder_recorded_in_the_file_embeds_new_records(sample_db):
         assert store.vector_of(rid) == pytest.approx(HashEmbedder()(["petrel burrow"])[0])
         response = hybrid_search(store, "petrel burrow")
         assert response.results[0].record_id == rid
-        assert response.results[0].trace["found_by"] == ["keyword", "vector"]
-        assert response.trace["vectors_missing"] == 0
+        assert response.results[0].trace.found_by == ["keyword", "vector"]
+        assert response.trace.vectors_missing == 0
 
 
 def test_the_trace_counts_live_records_without_a_vector(tmp_path, trap):
@@ -136,26 +137,26 @@ def test_the_trace_counts_live_records_without_a_vector(tmp_path, trap):
         )
         assert store.vector_of(late) is None
         response = hybrid_search(store, "skua late", embedder=embedder)
-        assert response.trace["vectors_missing"] == 2  # live ones only, not the expired note
+        assert response.trace.vectors_missing == 2  # live ones only, not the expired note
         scoped = hybrid_search(store, "skua", embedder=embedder, filters={"engagement": "e"})
-        assert scoped.trace["vectors_missing"] == 1
+        assert scoped.trace.vectors_missing == 1
         keyword_only = hybrid_search(store, "skua", embedder=embedder, keyword_only=True)
-        assert keyword_only.trace["vectors_missing"] is None
+        assert keyword_only.trace.vectors_missing is None
         store.forget(late, reason="test")
-        assert hybrid_search(store, "skua", embedder=embedder).trace["vectors_missing"] == 1
+        assert hybrid_search(store, "skua", embedder=embedder).trace.vectors_missing == 1
 
 
 def test_a_refuted_record_the_vector_lane_would_top_is_counted(sample_store):
     response = hybrid_search(sample_store, REFUTED_TRAVERSAL)
-    assert response.trace["matched"] == 0  # "zzz" is in no record: no keyword match
-    assert response.trace["excluded_by_lane"]["keyword"]["refuted"] == 0
-    assert response.trace["excluded_by_lane"]["vector"]["refuted"] == 1
-    assert response.trace["excluded"]["refuted"] == 1
+    assert response.trace.matched == 0  # "zzz" is in no record: no keyword match
+    assert response.trace.excluded_by_lane["keyword"]["refuted"] == 0
+    assert response.trace.excluded_by_lane["vector"]["refuted"] == 1
+    assert response.trace.excluded["refuted"] == 1
     refuted = sample_store.fetch(include_refuted=True, record_type="tactic")
     (nine,) = [r for r in refuted if r.refuted and "traversal" in r.content.lower()]
     query = HashEmbedder()([REFUTED_TRAVERSAL])[0]
-    best = max(response.candidates, key=lambda r: r.trace["vector"]["raw"] or 0)
-    assert cosine(query, sample_store.vector_of(nine.id)) > best.trace["vector"]["raw"]
+    best = max(response.candidates, key=lambda r: r.trace.vector.raw or 0)
+    assert cosine(query, sample_store.vector_of(nine.id)) > best.trace.vector.raw
 
 
 # ---------------------------------------------------------------- the oracle
@@ -222,7 +223,7 @@ def test_the_vector_lanes_exclusions_equal_a_row_by_row_count(tmp_path, filters,
         seen = dict.fromkeys(("refuted", "expired", "out_of_scope"), 0)
         for query in ("alpha", "bravo charlie", "golf golf hotel", "kilo lima alpha echo"):
             vector = embedder([query])[0]
-            lane = _vector_lane(store, vector, filters, pool_size)
+            lane = vector_lane(store, vector, filters, pool_size)
             got = {reason: sorted(int(i) for i in ids) for reason, ids in lane.dropped.items()}
             assert got == reference_dropped(store, vector, filters, pool_size), (query, filters)
             for reason, ids in got.items():

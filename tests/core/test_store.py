@@ -7,6 +7,7 @@ from conftest import NOW, fixed_clock
 from memtui.core import store as store_module
 from memtui.core.records import format_timestamp, tactic_signature
 from memtui.core.store import FILTER_ALLOWLIST, SCHEMA_VERSION, MemoryStore, MemoryStoreError
+from memtui.core.store import connection as store_connection
 
 PROFILE = "python:postgresql:waf_present:generic_waf:rest:flask"
 TACTIC = dict(profile_hash=PROFILE, tool="sqlmap", endpoint="/api/v2/items/17", param="q")
@@ -299,7 +300,7 @@ def test_schema_version_is_recorded(db_path):
 
 
 def test_sqlite_without_fts5_fails_clearly_and_creates_nothing(tmp_path, monkeypatch):
-    monkeypatch.setattr(store_module, "fts5_available", lambda: False)
+    monkeypatch.setattr(store_connection, "fts5_available", lambda: False)
     path = tmp_path / "new.db"
     with pytest.raises(MemoryStoreError, match="without FTS5"):
         MemoryStore(path)
@@ -308,6 +309,29 @@ def test_sqlite_without_fts5_fails_clearly_and_creates_nothing(tmp_path, monkeyp
 
 def test_fts5_probe_reports_this_interpreter():
     assert store_module.fts5_available() is True
+
+
+def test_the_store_speaks_the_search_index_protocol_and_shares_its_lock(store):
+    """What the search engine calls on a database (``SearchIndex``), with the public lock
+    that every statement on the main connection holds."""
+    import threading
+
+    from memtui.core.index import SearchIndex
+
+    assert isinstance(store, SearchIndex)
+    held = threading.Event()
+    with store.lock:  # reentrant: a read under it still runs
+        assert store.record_count() == 0
+
+        def read_elsewhere() -> None:
+            store.record_count()
+            held.set()
+
+        other = threading.Thread(target=read_elsewhere)
+        other.start()
+        assert not held.wait(0.2)  # another thread's read waits for the lock
+    other.join(5)
+    assert held.is_set()
 
 
 def test_index_stays_in_step_with_writes(store):

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from conftest import fixed_clock
 
-from memtui.core import vector_cache
+from memtui.core import vector_cache, vector_files
 from memtui.core.embed import HashEmbedder
-from memtui.core.search import _vector_lane, cosine, hybrid_search, min_max_normalize
+from memtui.core.search import cosine, hybrid_search, min_max_normalize
+from memtui.core.search.vector import vector_lane
 from memtui.core.store import MemoryStore, pack_vector, unpack_vector
 
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
@@ -71,13 +72,13 @@ def test_the_matrix_lane_equals_the_row_by_row_lane(
         ids = _fill(store)  # every eleventh note has expired: hidden from the lane
         for query in ("alpha", "bravo charlie", "golf golf hotel", "kilo lima alpha echo"):
             vector = embedder([query])[0]
-            lane = _vector_lane(store, vector, filters, pool_size)
+            lane = vector_lane(store, vector, filters, pool_size)
             expected = reference_lane(store, vector, filters, pool_size)
             assert list(lane.raw.items()) == expected  # same ids, order and float values
             scores = list(lane.raw.values())
             assert list(lane.normalized.values()) == min_max_normalize(scores)
             if scores:
-                assert (lane.pool["min"], lane.pool["max"]) == (min(scores), max(scores))
+                assert (lane.pool.min, lane.pool.max) == (min(scores), max(scores))
         vector_cache.wait_for_writes()  # a big store's file is written in the background
         cached = vector_cache.load(store)
         assert cached.source == ("file" if use_file else "memory")
@@ -129,7 +130,7 @@ def builds(monkeypatch):
 
 def lanes(store, embedder, filters=None, pool_size=100):
     return [
-        list(_vector_lane(store, embedder([q])[0], filters, pool_size).raw.items()) for q in QUERIES
+        list(vector_lane(store, embedder([q])[0], filters, pool_size).raw.items()) for q in QUERIES
     ]
 
 
@@ -202,7 +203,7 @@ def test_forget_zeroes_the_row_and_the_next_search_needs_no_rebuild(
             )
         for query in QUERIES:  # and the row-by-row oracle
             vector = embedder([query])[0]
-            assert list(_vector_lane(store, vector, None, 100).raw.items()) == reference_lane(
+            assert list(vector_lane(store, vector, None, 100).raw.items()) == reference_lane(
                 store, vector, None, 100
             )
 
@@ -302,12 +303,12 @@ def test_the_vector_lane_never_returns_a_removed_row(cache_dir, db_path):
     with MemoryStore(db_path, clock=fixed_clock, embedder=embedder) as store:
         _fill(store, 30)
         vector = embedder(["alpha bravo"])[0]
-        first = next(iter(_vector_lane(store, vector, None, 10).raw))
+        first = next(iter(vector_lane(store, vector, None, 10).raw))
         cached = vector_cache.load(store)
         row = cached.ids.tolist().index(first)
         assert cached.matrix[row].any()
         cached.removed = np.array([row])  # even with its values still there
-        assert first not in _vector_lane(store, vector, None, 10).raw
+        assert first not in vector_lane(store, vector, None, 10).raw
 
 
 def test_a_forget_does_not_carry_over_a_stale_cache(cache_dir, db_path, builds):
@@ -463,7 +464,7 @@ def test_reindex_makes_the_cache_stale_and_drops_the_old_files(cache_dir, db_pat
         assert not any(p.exists() for p in old_files)
         new = vector_cache.load(store)
         assert new.dim == 32 and old.dim == 64
-        assert hybrid_search(store, "alpha", embedder=HashEmbedder(32)).trace["fallback"] is None
+        assert hybrid_search(store, "alpha", embedder=HashEmbedder(32)).trace.fallback is None
         store.reindex_vectors(None)
         assert vector_cache.load(store) is None
 
@@ -491,7 +492,7 @@ def test_a_mismatched_stored_vector_still_falls_back_naming_it(cache_dir, db_pat
             "UPDATE vectors SET vector = ? WHERE record_id = ?", (pack_vector([1.0] * 8), ids[3])
         )
         response = hybrid_search(store, "alpha bravo")
-        assert response.trace["fallback"] == (
+        assert response.trace.fallback == (
             f"stored vector of record #{ids[3]} has 8 dims; the query vector has 64"
         )
 
@@ -505,7 +506,7 @@ def test_an_in_memory_store_keeps_its_matrix_in_memory(cache_dir):
 
 
 def test_exact_cosines_are_bit_for_bit_the_plain_loop():
-    from memtui.core.search import _exact_cosines
+    from memtui.core.search.vector import _exact_cosines
 
     rng = np.random.default_rng(11)
     # a wide dynamic range, so that any other summation order would show
@@ -527,14 +528,14 @@ def test_a_forget_while_the_file_is_written_leaves_no_copy(cache_dir, db_path, m
     with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
         ids = _fill(store, 50)
         started, release = threading.Event(), threading.Event()
-        sync = vector_cache._MatrixWriter.sync
+        sync = vector_files.MatrixWriter.sync
 
         def slow_sync(self):
             started.set()
             release.wait(5)
             sync(self)
 
-        monkeypatch.setattr(vector_cache._MatrixWriter, "sync", slow_sync)
+        monkeypatch.setattr(vector_files.MatrixWriter, "sync", slow_sync)
         hybrid_search(store, "alpha")  # mapped from a temporary file; published in background
         assert started.wait(5)
         pending = vector_cache.cache_files(store)
@@ -587,7 +588,7 @@ def test_a_cli_search_publishes_its_matrix_and_leaves_no_temporary_file(
     with MemoryStore(db_path, clock=fixed_clock, embedder=HashEmbedder(64)) as store:
         _fill(store, 60)
     closing = threading.Event()
-    close, sync = MemoryStore.close, vector_cache._MatrixWriter.sync
+    close, sync = MemoryStore.close, vector_files.MatrixWriter.sync
 
     def close_then_say_so(self):
         closing.set()  # the publisher syncs only once the command closes its store
@@ -598,7 +599,7 @@ def test_a_cli_search_publishes_its_matrix_and_leaves_no_temporary_file(
         sync(self)
 
     monkeypatch.setattr(MemoryStore, "close", close_then_say_so)
-    monkeypatch.setattr(vector_cache._MatrixWriter, "sync", sync_while_closing)
+    monkeypatch.setattr(vector_files.MatrixWriter, "sync", sync_while_closing)
     _cli_search(db_path)
     vector_cache.wait_for_writes()
     assert _unpublished(cache_dir) == []
@@ -610,10 +611,10 @@ def test_a_cli_search_publishes_its_matrix_and_leaves_no_temporary_file(
 
 _DIES_BEFORE_PUBLISHING = """
 import os, sys, threading
-from memtui.core import vector_cache
+from memtui.core import vector_cache, vector_files
 from memtui.core.store import MemoryStore
 vector_cache.FILE_CACHE_MIN_VECTORS = 0
-vector_cache._MatrixWriter.sync = lambda self: threading.Event().wait()
+vector_files.MatrixWriter.sync = lambda self: threading.Event().wait()
 vector_cache.load(MemoryStore(sys.argv[1], read_only=True))
 os._exit(0)
 """
@@ -675,7 +676,7 @@ def test_a_forget_while_the_matrix_is_being_built_erases_it_and_the_build_reads_
         _fill(store, 50)
         victim = store.add_record(tier="working", record_type="note", content="zanzibar quokka")
         payload = pack_vector(store.vector_of(victim))
-        write = vector_cache._MatrixWriter.write
+        write = vector_files.MatrixWriter.write
         done = []
 
         kept = tmp_path / "kept-link.npy"  # the file's blocks, after the forget unlinks it
@@ -691,7 +692,7 @@ def test_a_forget_while_the_matrix_is_being_built_erases_it_and_the_build_reads_
                 forget.start()
                 forget.join(10)
 
-        monkeypatch.setattr(vector_cache._MatrixWriter, "write", write_then_forget)
+        monkeypatch.setattr(vector_files.MatrixWriter, "write", write_then_forget)
         loaded = vector_cache.load(store)
         assert done == [True]
         assert payload not in kept.read_bytes()  # erased, not only unlinked

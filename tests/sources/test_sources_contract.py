@@ -223,19 +223,19 @@ def test_search_returns_the_native_breakdown(case, store_path):
         response = source.search(case.query, embedder=case.embedder, limit=5)
         assert isinstance(response, SearchResponse)
         assert response.results, case.query
-        assert response.trace["terms"]
-        assert response.trace["source"]["kind"] == source.kind
-        weights = response.trace["weights"]
+        assert response.trace.terms
+        assert response.trace.source.kind == source.kind
+        weights = response.trace.weights
         if case.embedder is not None:
-            assert response.trace["fallback"] is None, response.trace["fallback"]
+            assert response.trace.fallback is None, response.trace.fallback
         previous = None
         for rank, result in enumerate(response.results, start=1):
             assert isinstance(result, SourceSearchResult)
             assert result.rank == rank
-            assert result.trace["weights"] == weights
+            assert result.trace.weights == weights
             assert result.score == (
-                result.trace["weights"]["keyword"] * result.trace["keyword"]["normalized"]
-                + result.trace["weights"]["vector"] * result.trace["vector"]["normalized"]
+                result.trace.weights["keyword"] * result.trace.keyword.normalized
+                + result.trace.weights["vector"] * result.trace.vector.normalized
             )
             key = (-result.score, result.record_id)
             assert previous is None or previous < key
@@ -243,10 +243,10 @@ def test_search_returns_the_native_breakdown(case, store_path):
             record = source.get(result.id)
             assert record is not None and record.state == "live"
             assert result.expires_at == record.expires_at
-            if result.trace["keyword"]["raw"] is not None:
+            if result.trace.keyword.raw is not None:
                 detail = source.explain(case.query, result.id)
                 assert detail["id"] == result.id
-                assert detail["total"] == pytest.approx(result.trace["keyword"]["raw"], abs=1e-6)
+                assert detail["total"] == pytest.approx(result.trace.keyword.raw, abs=1e-6)
         reranked = source.rerank(response, (0.5, 0.5))
         assert {r.id for r in reranked.candidates} == {r.id for r in response.candidates}
         assert all(isinstance(r, SourceSearchResult) for r in reranked.results)
@@ -314,7 +314,7 @@ def test_clock_is_injectable(case, store_path):
     with opened(case, store_path, read_only=True) as source:
         assert source.expiry_rule
         if case.name == "native":
-            assert source.search(case.query).trace["now"] == "2026-11-30T12:00:00.000000Z"
+            assert source.search(case.query).trace.now == "2026-11-30T12:00:00.000000Z"
             assert NOW.year == 2026
 
 
@@ -344,20 +344,20 @@ def test_exclusions_are_counted_in_the_stores_own_words(case, store_path):
         trace = source.search(case.query, embedder=case.embedder, limit=5).trace
         hidden = source.hidden_state
         words = {hidden, "expired", "out_of_scope"}
-        assert set(trace["excluded"]) == words
-        assert set(trace["excluded_by_lane"]) == {"keyword", "vector"}
-        for lane, counts in trace["excluded_by_lane"].items():
+        assert set(trace.excluded) == words
+        assert set(trace.excluded_by_lane) == {"keyword", "vector"}
+        for lane, counts in trace.excluded_by_lane.items():
             assert set(counts) == words, lane
         if case.name != "native":
-            assert "refuted" not in json.dumps([trace["excluded"], trace["excluded_by_lane"]])
+            assert "refuted" not in json.dumps([trace.excluded, trace.excluded_by_lane])
 
 
 def test_preferences_name_inactive_in_each_lane(tmp_path):
     path = make_store(Case("preferences", "tone", None), tmp_path / "store")
     with open_source(path) as source:
         trace = source.search("tone").trace
-        assert trace["excluded"] == {"inactive": 1, "expired": 0, "out_of_scope": 0}
-        assert trace["excluded_by_lane"]["keyword"] == {
+        assert trace.excluded == {"inactive": 1, "expired": 0, "out_of_scope": 0}
+        assert trace.excluded_by_lane["keyword"] == {
             "inactive": 1,
             "expired": 0,
             "out_of_scope": 0,

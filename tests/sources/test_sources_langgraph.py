@@ -181,7 +181,7 @@ def test_expiry_uses_langgraphs_rule_in_both_text_forms(plain):
     with open_source(plain, now="2026-11-30T12:01:01Z") as source:
         assert "boundary second is still live" in source.expiry_rule
         trace = source.search("scratch note").trace
-        assert trace["excluded"]["expired"] == 2 and trace["now"] == "2026-11-30 12:01:01"
+        assert trace.excluded["expired"] == 2 and trace.now == "2026-11-30 12:01:01"
 
 
 def test_puts_fractional_expiry_form_keeps_its_whole_second_live(plain):
@@ -221,22 +221,22 @@ def test_vector_lane_uses_the_stores_vectors_with_a_matching_embedder(vectors, p
     with open_source(vectors, now=NOW) as source:
         assert "vectors" in source.capabilities
         hit = source.search("dark mode editor", embedder=HashEmbedder(8))
-        assert hit.trace["fallback"] is None and hit.trace["embedder"] == "hash-8"
-        assert hit.trace["pools"]["vector"]["size"] > 0
+        assert hit.trace.fallback is None and hit.trace.embedder == "hash-8"
+        assert hit.trace.pools["vector"].size > 0
         best = hit.results[0]
         assert best.id == "lg:memories.user-1/pref-color"
-        assert best.trace["vector"]["raw"] is not None
+        assert best.trace.vector.raw is not None
         wrong = source.search("dark mode editor", embedder=HashEmbedder(256))
-        assert wrong.trace["fallback"] == (
+        assert wrong.trace.fallback == (
             "no embedder for these 8-dim vectors: hash-256 makes 256-dim vectors"
         )
-        assert wrong.trace["weights"] == {"keyword": 1.0, "vector": 0.0}
+        assert wrong.trace.weights == {"keyword": 1.0, "vector": 0.0}
         none = source.search("dark mode editor")
-        assert none.trace["fallback"].startswith("no embedder for these 8-dim vectors")
-        assert all(r.trace["fallback"] == none.trace["fallback"] for r in none.results)
+        assert none.trace.fallback.startswith("no embedder for these 8-dim vectors")
+        assert all(r.trace.fallback == none.trace.fallback for r in none.results)
     with open_source(plain, now=NOW) as source:
         assert "vectors" not in source.capabilities
-        assert "has no stored vectors" in source.search("dark mode").trace["fallback"]
+        assert "has no stored vectors" in source.search("dark mode").trace.fallback
 
 
 def test_orphaned_vectors_are_an_erasure_gap(vectors):

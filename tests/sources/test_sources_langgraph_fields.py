@@ -70,17 +70,17 @@ def test_an_item_scores_as_its_best_field_and_the_breakdown_names_it(store):
     assert expected[dark_mode] == (pytest.approx(1.0), "title")
     with open_source(store, now="2026-11-30T12:00:30Z", clock=fixed_clock) as source:
         response = source.search(QUERY, embedder=EMBED, weights={"keyword": 0.0, "vector": 1.0})
-        assert response.trace["fallback"] is None
-        by_vector = [r for r in response.candidates if r.trace["vector"]["raw"] is not None]
+        assert response.trace.fallback is None
+        by_vector = [r for r in response.candidates if r.trace.vector.raw is not None]
         assert by_vector
         assert response.results[0].id == dark_mode  # by its title; its text is dark mode
         several = {encode_id("lg", "memories.user-1", key) for key in TITLES}
         for result in by_vector:
             score, field_name = expected[result.id]
-            assert result.trace["vector"]["raw"] == pytest.approx(score, abs=1e-6)
+            assert result.trace.vector.raw == pytest.approx(score, abs=1e-6)
             # The field is named where there was a choice (the default index has one, "$").
             named = field_name if result.id in several else None
-            assert result.trace["vector"].get("field") == named
+            assert result.trace.vector.field == named
         shown = render_breakdown(response.results[0], response.trace, None).plain
         assert "best of its fields: title" in shown
         ranked = [r.id for r in response.results]
@@ -95,8 +95,8 @@ def test_an_item_scores_as_its_best_field_and_the_breakdown_names_it(store):
         )
         other = langgraph_scores(store, EMBED.embed_one("dark mode editor"))
         hit = next(r for r in again.candidates if r.id == dark_mode)
-        assert hit.trace["vector"]["field"] == other[dark_mode][1] == "$"
-        assert hit.trace["vector"]["raw"] == pytest.approx(other[dark_mode][0], abs=1e-6)
+        assert hit.trace.vector.field == other[dark_mode][1] == "$"
+        assert hit.trace.vector.raw == pytest.approx(other[dark_mode][0], abs=1e-6)
 
 
 def test_search_explain_names_the_field_that_won(store):

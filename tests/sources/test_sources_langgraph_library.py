@@ -156,9 +156,9 @@ def test_a_vector_store_written_by_the_library(tmp_path):
         assert "vectors" in source.capabilities and source.vector_dim() == 8
         assert source.summary().counts["orphaned_vectors"] == 1
         hit = source.search("Café crème at the Louvre", embedder=HashEmbedder(8))
-        assert hit.trace["embedder"] == "hash-8"
+        assert hit.trace.embedder == "hash-8"
         assert hit.results[0].id == lg_id(ODD_NAMESPACE, ODD_KEY)
-        assert hit.results[0].trace["vector"]["raw"] is not None
+        assert hit.results[0].trace.vector.raw is not None
     with open_source(path, now=datetime.now(UTC), allow_writes=True) as source:
         gaps = source.forget_gaps(reason="clear the erasure gap")
         assert gaps.verified and source.summary().counts["orphaned_vectors"] == 0

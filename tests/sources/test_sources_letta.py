@@ -41,7 +41,7 @@ def test_soft_deleted_passages_are_dimmed_hidden_and_an_erasure_gap(letta):
         assert deleted.state == "deleted"
         assert P + "4" not in {r.id for r in source.iter_records()}
         assert source.search("staging password").results == []
-        assert source.search("staging password").trace["excluded"]["deleted"] == 1
+        assert source.search("staging password").trace.excluded["deleted"] == 1
         summary = source.summary()
         assert summary.counts["soft_deleted_passages"] == 1
         assert summary.notes[0].startswith("erasure gap: 1 soft-deleted passage")
@@ -53,10 +53,10 @@ def test_embeddings_are_unpadded_to_their_real_dimension(letta):
         assert record.metadata["embedding_dim"] == 8 and record.metadata["stored_dims"] == 4096
         assert all(len(blob) == 32 for blob in source.cache_vectors().values())
         response = source.search("compiler functional language", embedder=HashEmbedder(8))
-        assert response.trace["fallback"] is None
+        assert response.trace.fallback is None
         assert response.results[0].id == P + "1"
         wrong = source.search("compiler", embedder=HashEmbedder(16))
-        assert wrong.trace["fallback"] == (
+        assert wrong.trace.fallback == (
             "no embedder for these 8-dim vectors: hash-16 makes 16-dim vectors"
         )
         assert "vector" not in json.dumps(record.to_json()["metadata"]).replace("embedding", "")
@@ -115,15 +115,15 @@ def test_forget_is_verified_when_a_live_passage_holds_the_same_text(letta):
 def test_each_lane_names_soft_deleted_passages_deleted(letta):
     with open_source(letta) as source:
         trace = source.search("staging password").trace
-        assert trace["excluded_by_lane"]["keyword"] == {
+        assert trace.excluded_by_lane["keyword"] == {
             "deleted": 1,
             "expired": 0,
             "out_of_scope": 0,
         }
         with_vectors = source.search("staging password", embedder=HashEmbedder(8)).trace
-        assert with_vectors["excluded_by_lane"]["vector"]["deleted"] == 1
+        assert with_vectors.excluded_by_lane["vector"]["deleted"] == 1
         for counts in (trace, with_vectors):
-            assert all("refuted" not in c for c in counts["excluded_by_lane"].values())
+            assert all("refuted" not in c for c in counts.excluded_by_lane.values())
 
 
 def test_cli_search_says_deleted_in_each_lane(letta):

@@ -100,7 +100,7 @@ def test_the_summary_counts_the_erasure_gap_and_raw_messages(mem0):
         assert set(DELETED) == set(source.gap_ids())
         assert not {r.id for r in source.iter_records()} & set(DELETED)
         assert source.search("berlin").results == []
-        assert source.search("berlin").trace["excluded"]["deleted"] == 1
+        assert source.search("berlin").trace.excluded["deleted"] == 1
     info = json.loads(CliRunner().invoke(main, ["info", str(mem0), "--json"]).output)
     assert info["counts"]["deleted_with_text"] == 2 and info["counts"]["messages"] == 3
 
@@ -391,7 +391,7 @@ def test_mem0_expiry_and_a_server_with_its_history(mem0, tmp_path):
         assert source.get(MEM0_IDS["seat"]).state == "live"  # the date itself is live
         assert source.get(MEM0_IDS["allergy"]).state == "expired"
         assert [r.id for r in source.search("window").results] == [MEM0_IDS["seat"]]
-        assert source.search("peanuts").trace["excluded"]["expired"] == 1
+        assert source.search("peanuts").trace.excluded["expired"] == 1
         assert "mem0 rule" in source.expiry_rule
         assert [r[0] for r in source.detail(MEM0_IDS["seat"])[0].rows] == ["ADD"]
     with open_source(None, qdrant_client=client, now="2026-12-01T00:00:00Z") as source:

@@ -371,7 +371,7 @@ def test_cyber_scopes_inactive_points_and_finding_metadata(folder):
         assert inactive.state == "inactive" and inactive.metadata["active"] is False
         assert record_id(6) not in {r.id for r in source.iter_records()}
         assert source.search("admin legacy").results == []
-        assert source.search("admin legacy").trace["excluded"]["inactive"] == 1
+        assert source.search("admin legacy").trace.excluded["inactive"] == 1
         finding = source.get(record_id(2))
         assert finding.metadata["finding"] == {
             "title": "SQL injection in orders API",
@@ -409,13 +409,13 @@ def test_memory_modes_apply_the_agents_scope_rule(folder):
         with pytest.raises(SourceError, match="add --filter operation=ID"):
             source.page({"target": SHOP})
         found = source.search("waf comments", filters=shop_a)
-        assert found.results == [] and found.trace["memory_mode"]["mode"] == "operation"
+        assert found.results == [] and found.trace.memory_mode.mode == "operation"
     with opened(folder, memory_mode="shared") as source:
         ids = {r.id for r in source.page(shop_a).records}
         assert ids == {record_id(n) for n in (1, 2, 3, 4, 7, 8, 9, 10)}
         found = source.search("waf comments", filters=shop_a)
         assert [r.id for r in found.results] == [record_id(4)]
-        assert found.trace["memory_mode"]["dropped"] == ["operation"]
+        assert found.trace.memory_mode.dropped == ["operation"]
         assert {r.id for r in source.page({"target": HOST}).records} == {record_id(5), record_id(9)}
     with opened(folder) as source:  # no mode: plain filters
         assert {r.id for r in source.page({"operation": OP_B}).records} == {
@@ -464,7 +464,7 @@ def test_the_web_search_cache_is_recognized_and_labelled(folder):
             "https://advisories.example/1 · advisory text"
         )
         assert [r.id for r in source.search("flask debug").results] == []
-        assert source.search("flask debug").trace["excluded"]["expired"] == 1
+        assert source.search("flask debug").trace.excluded["expired"] == 1
     later = "2026-12-07T00:00:00Z"
     with opened(folder, collection=WEB_CACHE, now=later) as source:
         assert source.get(record_id(101)).state == "expired"
@@ -509,16 +509,16 @@ def test_a_custom_collection_name_is_recognized_by_its_payload(tmp_path):
 def test_fallback_messages_name_the_dimension(folder):
     with opened(folder) as source:
         trace = source.search("sql injection").trace
-        assert trace["fallback"] == (
+        assert trace.fallback == (
             "no embedder for these 8-dim vectors: give one that makes 8-dim vectors with "
             "--embedder module:callable"
         )
         trace = source.search("sql injection", embedder=HashEmbedder(16)).trace
-        assert trace["fallback"] == (
+        assert trace.fallback == (
             "no embedder for these 8-dim vectors: hash-16 makes 16-dim vectors"
         )
         trace = source.search("sql injection", embedder=HashEmbedder(8)).trace
-        assert trace["fallback"] is None and trace["embedder"] == "hash-8"
+        assert trace.fallback is None and trace.embedder == "hash-8"
     result = CliRunner().invoke(main, ["search", str(folder), "sql", "--embedder", "hash-16"])
     assert "no embedder for these 8-dim vectors: hash-16 makes 16-dim vectors" in result.output
 
@@ -539,7 +539,7 @@ def test_a_big_collection_names_its_1024_dims(tmp_path):
     )
     client.close()
     with opened(path) as source:
-        fallback = source.search("admin api").trace["fallback"]
+        fallback = source.search("admin api").trace.fallback
         assert fallback.startswith("no embedder for these 1024-dim vectors")
 
 
@@ -664,7 +664,7 @@ def test_a_server_reads_searches_and_forgets_through_the_client(server, tmp_path
         assert len(source.page().records) == 9
         assert source.get(record_id(6)).state == "inactive"
         found = source.search("sql injection", embedder=HashEmbedder(8))
-        assert found.results[0].id == record_id(2) and found.trace["fallback"] is None
+        assert found.results[0].id == record_id(2) and found.trace.fallback is None
         outcome = source.forget(record_id(2), reason="false positive", operator="ana")
         assert outcome.verified and outcome.checks == {"point_gone": True, "cache_gone": True}
         events = source.audit_events()

@@ -48,8 +48,8 @@ def test_logical_expiry_is_strict(evidence, now, state):
         assert ("ev:acme/r-2" in listed) == (state == "live")
         response = source.search("payment queue")
         assert ({r.id for r in response.results} == {"ev:acme/r-2"}) == (state == "live")
-        assert response.trace["excluded"]["expired"] == (0 if state == "live" else 1)
-        assert response.trace["now"] == str(now)
+        assert response.trace.excluded["expired"] == (0 if state == "live" else 1)
+        assert response.trace.now == str(now)
 
 
 def test_now_must_be_a_whole_number(evidence):
@@ -148,7 +148,7 @@ def test_search_and_explain_work_without_now(evidence, monkeypatch):
     with open_source(evidence) as source:
         response = source.search("payment queue")
         assert [r.id for r in response.results] == ["ev:acme/r-2"]  # expiry 50: live
-        assert response.trace["now"] == "none given"
+        assert response.trace.now == "none given"
 
 
 @pytest.mark.parametrize("search_now", [[], ["--now", "10"]], ids=["no-now", "now"])
@@ -223,7 +223,7 @@ def test_epoch_millisecond_logical_times_keep_the_strict_rule(tmp_path, now, liv
         assert {r.metadata["record_id"] for r in source.page().records} == live
         response = source.search("queue note")
         assert {r.id.split("/")[-1] for r in response.results} == live
-        assert response.trace["excluded"]["expired"] == 3 - len(live)
+        assert response.trace.excluded["expired"] == 3 - len(live)
 
 
 FAR = 9_000_000_000_000_000_000  # near SQLite's largest integer, past datetime's years
@@ -236,7 +236,7 @@ def test_far_logical_times_are_clamped_not_an_error(tmp_path):
     )
     for now in (None, 0, FAR, -FAR):
         with open_source(path, now=now) as source:
-            assert source.search("queue note").trace["matched"] == 2
+            assert source.search("queue note").trace.matched == 2
 
 
 def test_a_cache_built_with_the_older_time_mapping_is_rebuilt(evidence):
@@ -295,7 +295,7 @@ def test_a_cache_file_of_the_older_format_is_rebuilt(evidence, tmp_path):
         assert source.index_status()["ready"] is False
         response = source.search("queue")
         assert [r.id for r in response.results] == ["ev:acme/r-1"]
-        assert response.trace["matched"] == built.trace["matched"]
+        assert response.trace.matched == built.trace.matched
         assert source.index_status()["ready"] is True
         assert source.index.current().meta()["cache_format"] == CACHE_FORMAT
     assert b"kept by an older memtui" not in _cache_bytes(tmp_path)

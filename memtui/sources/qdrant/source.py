@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memtui.core.search import SearchRequest
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
     FIELD_SEPARATOR,
@@ -473,10 +474,11 @@ class QdrantSource(ForeignSqliteSource):
             if point.vector is not None and (dim is None or point.dims == dim)
         }
 
-    def search(self, query: str, **kwargs: Any) -> Any:
-        kwargs["filters"] = self.effective_filters(kwargs.get("filters"))
-        response = super().search(query, **kwargs)
-        response.trace["source"]["collection"] = self.info.name
+    def search(self, request: SearchRequest | str, **options: Any) -> Any:
+        request = SearchRequest.of(request, **options)
+        response = super().search(request.but(filters=self.effective_filters(request.filters)))
+        if response.trace.source is not None:  # the foreign source names its index
+            response.trace.source.collection = self.info.name
         return response
 
     # -- forget
