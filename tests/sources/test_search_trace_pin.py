@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pytest
 from conftest import ROOT, SAMPLE_CORPUS, fixed_clock
 from test_sources_contract import CASES, make_store, opened
 
@@ -22,12 +21,6 @@ from memtui.core.search import hybrid_search, rerank
 from memtui.core.store import MemoryStore
 
 GOLDEN = ROOT / "tests" / "fixtures" / "search_traces.json"
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.delenv("MEMTUI_CACHE_DIR", raising=False)
 
 
 def plain(trace: Any) -> Any:
