@@ -74,7 +74,7 @@ class ForeignSqliteSource(ForeignForgetting):
         if reason is not None:
             request = request.but(embedder=None, keyword_only=True, keyword_only_reason=reason)
         response = hybrid_search(
-            cache,  # type: ignore[arg-type]  # a SearchIndex, as the engine reads it
+            cache,  # a SearchIndex, as the engine reads it
             request.but(vectors_any_name=True),
         )
         trace = response.trace
@@ -143,6 +143,6 @@ class ForeignSqliteSource(ForeignForgetting):
         found = cache.cache_ids([record_id])
         if record_id not in found:
             raise SourceError(f"no record with id {record_id}")
-        out = explain_keyword(cache, query, found[record_id])  # type: ignore[arg-type]
+        out = explain_keyword(cache, query, found[record_id])
         out["id"] = record_id
         return out

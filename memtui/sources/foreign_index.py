@@ -391,14 +391,14 @@ class ForeignIndex(IndexDatabase):
                     (chunk,),
                 ).fetchall()
                 contents = [row[1] for row in held]
-                before = vector_cache.identity(self)  # type: ignore[arg-type]
+                before = vector_cache.identity(self)
                 conn.execute(
                     "DELETE FROM records WHERE id IN (SELECT value FROM json_each(?))", (chunk,)
                 )
                 conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
-                erasure = vector_cache.erase(self, ids, before)  # type: ignore[arg-type]
+                erasure = vector_cache.erase(self, ids, before)
                 gone = self._rows_gone(conn, chunk) and self._postings_gone(conn, held)
-            vector_cache.carry_over(self, erasure)  # type: ignore[arg-type]
+            vector_cache.carry_over(self, erasure)
         gone = gone and erasure.erased is not False
         gone = self.checkpoint() and self._bytes_gone(contents) and gone
         vector_cache.empty_trash()

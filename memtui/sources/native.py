@@ -129,7 +129,7 @@ class NativeSource(MemorySource, ScopeForgettable, Refutable, Revealable, HasLan
             return sorted({v for _count, scopes in facets.values() for v in scopes[key]})
         return super().scope_values(key)
 
-    def summary(self):  # type: ignore[override]
+    def summary(self):
         base = super().summary()
         counts = dict(base.counts)
         counts["vectors"] = self.store.vector_count()

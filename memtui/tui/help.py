@@ -91,13 +91,17 @@ MOVING_ROWS = [
 ]
 
 
-def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tuple[str, str]]]]:
+def help_classes(
+    app_class: type,
+) -> list[tuple[str, list[tuple[str, str]], list[type], list[tuple[str, str]]]]:
     """(section, rows before, classes whose bindings it lists, rows after), in order.
+
+    ``app_class`` is the app's own class (its bindings are the "Anywhere" keys): passed
+    in, so that help does not import the app that imports it.
 
     Every widget and screen of the app that declares bindings is here: the help test
     finds each class with ``BINDINGS`` in the app's modules and checks that it is.
     """
-    from memtui.tui.app import MemtuiApp
     from memtui.tui.audit_view import AuditPane, AuditTable
     from memtui.tui.browse import BrowsePane
     from memtui.tui.dialogs import ConfirmDialog
@@ -111,7 +115,7 @@ def help_classes() -> list[tuple[str, list[tuple[str, str]], list[type], list[tu
 
     moves = [("↑ ↓ pgup pgdn home end", "Move")]
     return [
-        ("Anywhere", [], [MemtuiApp], [("ctrl+p", "Command palette")]),
+        ("Anywhere", [], [app_class], [("ctrl+p", "Command palette")]),
         ("Browse: tree", TREE_ROWS, [ScopeTree], []),
         (
             "Browse: records",
@@ -145,19 +149,19 @@ def _class_rows(cls: type) -> list[tuple[str, str]]:
     return rows
 
 
-def key_sections() -> list[tuple[str, list[tuple[str, str]]]]:
+def key_sections(app_class: type) -> list[tuple[str, list[tuple[str, str]]]]:
     """(where, [(key, what)]) for every key of the app, from the widgets' bindings."""
     return [
         (section, [*before, *[row for cls in classes for row in _class_rows(cls)], *after])
-        for section, before, classes, after in help_classes()
+        for section, before, classes, after in help_classes(app_class)
     ]
 
 
-def help_table() -> Table:
+def help_table(app_class: type) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0), expand=True)
     table.add_column("key", style="bold", no_wrap=True, min_width=14)
     table.add_column("what", ratio=1)
-    for index, (section, rows) in enumerate(key_sections()):
+    for index, (section, rows) in enumerate(key_sections(app_class)):
         if index:
             table.add_row("", "")
         table.add_row(Text(section, style="bold underline"), "")
@@ -184,7 +188,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-body", classes="dialog") as body:
             body.border_title = "memtui keys"
             body.border_subtitle = "esc closes"
-            yield Static(help_table())
+            yield Static(help_table(type(self.app)))
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()

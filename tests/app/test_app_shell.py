@@ -81,12 +81,12 @@ async def test_help_lists_every_key(store: MemoryStore):
         await settle(pilot)
         assert isinstance(app.screen, HelpScreen)
         text = screen_text(app)
-        for _, rows in key_sections():
+        for _, rows in key_sections(MemtuiApp):
             for key, what in rows:
                 assert key in text
                 assert what[:30] in text
         for key in ("1", "2", "3", "4", "/", "?", "q", "r", "f", "F", "t", "[", "]", "=", "v"):
-            assert any(k == key for _, rows in key_sections() for k, _ in rows), key
+            assert any(k == key for _, rows in key_sections(MemtuiApp) for k, _ in rows), key
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, HelpScreen)
@@ -120,9 +120,9 @@ def test_help_lists_every_declared_binding():
 
     classes = app_binding_classes()
     assert len(classes) >= 10
-    listed = {cls for _, _, group, _ in help_classes() for cls in group}
+    listed = {cls for _, _, group, _ in help_classes(MemtuiApp) for cls in group}
     assert set(classes) <= listed, set(classes) - listed
-    rows = [row for _, section in key_sections() for row in section]
+    rows = [row for _, section in key_sections(MemtuiApp) for row in section]
     for cls in classes:
         for binding in cls.BINDINGS:
             binding = binding if isinstance(binding, Binding) else Binding(*binding)
@@ -566,7 +566,7 @@ async def test_help_has_the_keys_of_every_widget_that_can_have_focus(
     Search filter boxes, the tab bar) has its keys in a help section."""
     from textual.widgets._tabbed_content import ContentTabs
 
-    sections = dict(key_sections())
+    sections = dict(key_sections(MemtuiApp))
     app = make_app(sample_copy, poll_interval=None, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
