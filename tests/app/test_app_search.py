@@ -760,7 +760,7 @@ def test_every_breakdown_redoes_from_its_printed_digits(store: MemoryStore):
     for query in queries:
         base = source.search(query, limit=RESULT_LIMIT)
         explanations = {r.id: source.explain(query, r.id) for r in base.candidates}
-        places = lane_places(base.candidates, base.trace["pools"])
+        places = lane_places(base.candidates, base.trace.pools)
         for tenths in range(11):
             response = source.rerank(base, {"keyword": tenths / 10, "vector": 1 - tenths / 10})
             for result in response.results:
@@ -802,7 +802,7 @@ async def test_breakdowns_on_screen_redo_at_every_weight(store: MemoryStore):
                 seen.add(pane.keyword_tenths)
                 weights = {"keyword": pane.keyword_tenths / 10}
                 weights["vector"] = 1 - weights["keyword"]
-                assert pane.response.trace["weights"] == pytest.approx(weights)
+                assert pane.response.trace.weights == pytest.approx(weights)
                 assert [r.id for r in pane.response.results] == [
                     r.id for r in app.source.rerank(base, weights).results
                 ]

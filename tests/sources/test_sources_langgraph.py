@@ -126,7 +126,7 @@ def test_values_are_json_from_orjson_blobs_and_secrets_stay_masked(plain):
 
 
 def test_detail_json_keeps_text_readable_and_controls_visible(plain):
-    from memtui.tui.format import detail_sections
+    from memtui.tui.detail_format import detail_sections
 
     conn = sqlite3.connect(plain)
     with conn:
