@@ -144,8 +144,16 @@ ACTIONS: Mapping[str, tuple[type, str]] = {
 """Each action: the protocol that does it, and its name in a source's ``capabilities``."""
 
 
+def with_article(label: str) -> str:
+    """``a LangGraph SqliteStore``, ``an explicit-preference store``."""
+    return ("an " if label[:1].lower() in "aeiou" else "a ") + label
+
+
 def lanes_refusal(kind_label: str) -> str:
-    return f"lanes (priors, tactics, host history) need a memtui database: this is a {kind_label}"
+    return (
+        "lanes (priors, tactics, host history) need a memtui database: "
+        f"this is {with_article(kind_label)}"
+    )
 
 
 @overload

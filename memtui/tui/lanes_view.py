@@ -19,7 +19,7 @@ from textual.worker import get_current_worker
 
 from memtui.render import one_line
 from memtui.sources.base import MemorySource
-from memtui.sources.capabilities import able
+from memtui.sources.capabilities import able, with_article
 from memtui.tui.base import Pane, fill_select
 from memtui.tui.format import DASH, cell, interval_bar, plural, short_date
 from memtui.tui.search_view import COMPACT_BELOW_HEIGHT
@@ -52,7 +52,8 @@ def _ids(ids: list[Any], limit: int = 4) -> Text:
 def unavailable_text(kind_label: str) -> Text:
     """The one line a source without lanes shows instead of the tab."""
     out = one_line(
-        f"Lanes (priors, tactics, host history) need a memtui database: this is a {kind_label}.",
+        "Lanes (priors, tactics, host history) need a memtui database: "
+        f"this is {with_article(kind_label)}.",
         300,
     )
     out.stylize("dim")

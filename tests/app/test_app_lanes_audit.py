@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Select, Static
 from memtui.core.lanes import host_history, learned_tactics, profile_priors
 from memtui.core.store import MemoryStore
 from memtui.sources import open_source
+from memtui.sources.capabilities import with_article
 from memtui.sources.native import NativeSource
 from memtui.tui.app import make_app
 from memtui.tui.audit_view import AuditPane, AuditTable
@@ -197,7 +198,7 @@ async def test_lanes_on_a_foreign_store_say_why_in_one_line_and_start_no_work(
             text = screen_text(app)
             expected = (
                 "Lanes (priors, tactics, host history) need a memtui database: "
-                f"this is a {source.kind_label}."
+                f"this is {with_article(source.kind_label)}."
             )
             assert expected in text
             assert text.count("need a memtui database") == 1

@@ -19,6 +19,7 @@ from memtui.sources.capabilities import (
     Revealable,
     ScopeForgettable,
     able,
+    lanes_refusal,
 )
 from memtui.sources.changes import (
     Change,
@@ -156,3 +157,10 @@ def test_a_replaced_file_is_refused_before_anything_changes(native, monkeypatch)
     result = save_change(native, Change("forget", "1", "r"), retries=2, delay=0)
     assert isinstance(result, NotSaved) and result.moved == "x.db was replaced"
     assert native.get("1") is not None
+
+
+def test_the_lanes_refusal_names_the_store_with_its_article():
+    assert lanes_refusal("explicit-preference store").endswith(
+        "this is an explicit-preference store"
+    )
+    assert lanes_refusal("LangGraph SqliteStore").endswith("this is a LangGraph SqliteStore")
