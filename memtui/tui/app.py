@@ -10,8 +10,9 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from types import MappingProxyType
 from typing import Any
 
 from rich.text import Text
@@ -87,6 +88,12 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
         Binding("question_mark", "help", "Help", key_display="?", id="help"),
         Binding("q", "quit", "Quit", id="quit"),
     ]
+    key_overrides: Mapping[str, str] = MappingProxyType({})
+    """The keymap applied (binding id → keys), for help to name the keys in use."""
+
+    def set_keymap(self, keymap: Mapping[str, str]) -> None:
+        super().set_keymap(dict(keymap))
+        self.key_overrides = MappingProxyType(dict(keymap))
 
     def __init__(
         self,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import replace
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,11 +26,13 @@ KEY_NAMES = {
 }
 
 
-def key_label(binding: Binding) -> str:
-    """How help names a binding's key: its ``key_display``, else each key it binds."""
-    if binding.key_display:
+def key_label(binding: Binding, overrides: Mapping[str, str] | None = None) -> str:
+    """How help names a binding's key: the keys a keymap gave its id (``overrides``),
+    else its ``key_display``, else each key it binds."""
+    rebound = (overrides or {}).get(binding.id or "")
+    if rebound is None and binding.key_display:
         return binding.key_display
-    keys = [key.strip() for key in binding.key.split(",")]
+    keys = [key.strip() for key in (rebound or binding.key).split(",")]
     return " / ".join(KEY_NAMES.get(key, format_key(key)) for key in keys)
 
 
@@ -36,14 +41,16 @@ def binding_text(binding: Binding) -> str:
     return binding.tooltip or binding.description
 
 
-def _rows(bindings: list[Binding]) -> list[tuple[str, str]]:
+def _rows(
+    bindings: list[Binding], overrides: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
     merged: dict[str, list[str]] = {}
     for binding in bindings:
         if not isinstance(binding, Binding):
             binding = Binding(*binding)
         if not binding.description:
             continue
-        descriptions = merged.setdefault(key_label(binding), [])
+        descriptions = merged.setdefault(key_label(binding, overrides), [])
         what = binding_text(binding)
         if what not in descriptions:
             descriptions.append(what)
@@ -141,27 +148,41 @@ def help_classes(
     ]
 
 
-def _class_rows(cls: type) -> list[tuple[str, str]]:
-    rows = _rows(list(cls.__dict__.get("BINDINGS", [])))
-    if cls.__name__ == "MemtuiApp":  # the digits switch tabs: say so
-        rows = [(k, f"{d} tab" if k in "1234" else d) for k, d in rows]
-        rows = [(k, "Search: focus the query box" if k == "/" else d) for k, d in rows]
-    return rows
+def _class_rows(cls: type, overrides: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    declared = cls.__dict__.get("BINDINGS", [])
+    bindings = [b if isinstance(b, Binding) else Binding(*b) for b in declared]
+    return _rows([_said_anywhere(b) for b in bindings], overrides)
 
 
-def key_sections(app_class: type) -> list[tuple[str, list[tuple[str, str]]]]:
-    """(where, [(key, what)]) for every key of the app, from the widgets' bindings."""
+def _said_anywhere(binding: Binding) -> Binding:
+    """The app's own keys say what they do from anywhere: the tab keys switch tabs, and
+    the search key focuses the query box (keyed on the binding's id, whatever its keys)."""
+    if (binding.id or "").startswith("tab-"):
+        return replace(binding, description=f"{binding.description} tab")
+    if binding.id == "search":
+        return replace(binding, description="Search: focus the query box")
+    return binding
+
+
+def key_sections(
+    app_class: type, overrides: Mapping[str, str] | None = None
+) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(where, [(key, what)]) for every key of the app, from the widgets' bindings and
+    the keymap applied (``overrides``: binding id → keys)."""
     return [
-        (section, [*before, *[row for cls in classes for row in _class_rows(cls)], *after])
+        (
+            section,
+            [*before, *[row for cls in classes for row in _class_rows(cls, overrides)], *after],
+        )
         for section, before, classes, after in help_classes(app_class)
     ]
 
 
-def help_table(app_class: type) -> Table:
+def help_table(app_class: type, overrides: Mapping[str, str] | None = None) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0), expand=True)
     table.add_column("key", style="bold", no_wrap=True, min_width=14)
     table.add_column("what", ratio=1)
-    for index, (section, rows) in enumerate(key_sections(app_class)):
+    for index, (section, rows) in enumerate(key_sections(app_class, overrides)):
         if index:
             table.add_row("", "")
         table.add_row(Text(section, style="bold underline"), "")
@@ -188,7 +209,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-body", classes="dialog") as body:
             body.border_title = "memtui keys"
             body.border_subtitle = "esc closes"
-            yield Static(help_table(type(self.app)))
+            yield Static(help_table(type(self.app), getattr(self.app, "key_overrides", None)))
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()

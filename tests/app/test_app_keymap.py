@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,7 @@ from memtui.config import Config, activated
 from memtui.core.store import MemoryStore
 from memtui.tui import launch
 from memtui.tui.app import MemtuiApp, make_app
-from memtui.tui.help import HelpScreen
+from memtui.tui.help import HelpScreen, key_sections
 from memtui.tui.keymap import (
     KeymapError,
     declared_binding_ids,
@@ -21,7 +22,7 @@ from memtui.tui.keymap import (
     load_keymap,
     parse_keymap,
 )
-from memtui.tui.testing import build_sample_db, fixed_clock, settle
+from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,6 +123,13 @@ async def test_a_rebound_key_runs_the_action_and_the_old_key_does_not(tmp_path):
             await pilot.press("h")
             await settle(pilot)
             assert isinstance(app.screen, HelpScreen)
+            # Help names the keys in use: the rebound ones, not the defaults.
+            rows = dict(dict(key_sections(MemtuiApp, app.key_overrides))["Anywhere"])
+            assert rows["h"] == "Help" and "?" not in rows
+            assert rows["a"] == "Audit tab" and "4" not in rows
+            shown = screen_text(app)
+            assert re.search(r"\S a +Audit tab ", shown) and re.search(r"\S h +Help ", shown)
+            assert not re.search(r"\S 4 +Audit tab ", shown)
 
 
 def test_run_app_applies_the_keymap_file(tmp_path, monkeypatch):
