@@ -167,17 +167,22 @@ def open_cli_source(
 
 
 QDRANT_KEYS = ("qdrant_url", "api_key", "collection", "memory_mode", "mem0_history")
+POSTGRES_KEYS = ("pg_schema",)
+STORE_KEYS = QDRANT_KEYS + POSTGRES_KEYS
+"""Every store kind's option the commands take (``qdrant_options`` gathers them)."""
 
 
 def qdrant_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--qdrant-url``, ``--api-key``, ``--collection``, ``--memory-mode``, ``--mem0-history``.
+    """``--qdrant-url``, ``--api-key``, ``--collection``, ``--memory-mode``, ``--mem0-history``,
+    and Postgres's ``--pg-schema``.
 
-    The command receives them as one dict argument, ``qdrant``, for ``open_cli_source``.
+    The command receives them as one dict argument, ``qdrant``, for ``open_cli_source``
+    (the registry hands each option to the kind that takes it).
     """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kwargs["qdrant"] = {key: kwargs.pop(key, None) for key in QDRANT_KEYS}
+        kwargs["qdrant"] = {key: kwargs.pop(key, None) for key in STORE_KEYS}
         return func(*args, **kwargs)
 
     options = [
@@ -213,6 +218,12 @@ def qdrant_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             help="mem0's history.db (default: found inside or next to the folder, "
             "$MEM0_DIR, ~/.mem0).",
+        ),
+        click.option(
+            "--pg-schema",
+            default=None,
+            metavar="SCHEMA",
+            help="Schema of a postgresql:// store (default: public).",
         ),
     ]
     for option in reversed(options):
@@ -379,8 +390,30 @@ operator_option = click.option(
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
 db_argument = click.argument("db", type=click.Path(path_type=Path))
-#: a store PATH (a file or a Qdrant folder), optional when --qdrant-url names a server
-source_argument = click.argument("db", required=False, type=click.Path(path_type=Path))
+
+
+def store_location(text: str | Path) -> str | Path:
+    """A store as the command line names it: a URL a kind opens (``postgresql://...``)
+    stays text, anything else is a path."""
+    from memtui.sources.detect import names_url_store
+
+    if isinstance(text, str) and names_url_store(text):
+        return text.strip()
+    return Path(text)
+
+
+class StoreLocation(click.ParamType):
+    """A store PATH, or a URL in its place (``postgresql://...``: kept as text, whole)."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return store_location(value)
+
+
+#: a store PATH (a file or a Qdrant folder) or a postgresql:// URL, optional when
+#: --qdrant-url names a server
+source_argument = click.argument("db", required=False, type=StoreLocation())
 
 
 def scope_filters(

@@ -239,6 +239,49 @@ def open_qdrant_server(request: OpenRequest, options: Any) -> MemorySource:
     )
 
 
+# ---------------------------------------------------------------- Postgres
+
+
+@dataclass(frozen=True)
+class PostgresOptions:
+    """What opening a Postgres URL takes besides the URL: the schema (``--pg-schema``)."""
+
+    pg_schema: str | None = None
+
+    def given_flags(self) -> list[str]:
+        """The options given, as flags (a store of another kind refuses them)."""
+        return ["--pg-schema"] if self.pg_schema else []
+
+
+def open_postgres(url: str, request: OpenRequest, options: Any) -> MemorySource:
+    """The store the URL names: the first kind of ``memtui.sources.postgres.kinds`` that
+    recognizes the schema's tables."""
+    from memtui.sources.postgres.kinds import open_database
+    from memtui.sources.postgres.url import DEFAULT_SCHEMA, PgTarget
+
+    schema = (options.pg_schema if options is not None else None) or DEFAULT_SCHEMA
+    return open_database(PgTarget(url, schema=schema), request, options)
+
+
+def _postgres_entry() -> StoreKind:
+    from memtui.sources.postgres.kinds import POSTGRES_KINDS
+    from memtui.sources.postgres.url import SCHEMES
+
+    return StoreKind(
+        "postgres",
+        "Postgres database (" + ", ".join(k.label for k in POSTGRES_KINDS) + ")",
+        "a postgresql:// URL in place of PATH; in the schema (--pg-schema, default public): "
+        + "; or ".join(k.needs for k in POSTGRES_KINDS),
+        lambda probe: False,  # never a file: a URL names it
+        lambda probe, request, options: open_postgres(str(probe.path), request, options),
+        options=PostgresOptions,
+        options_apply_to="Postgres stores",
+        extra="psycopg: pip install 'memtui[postgres]'",
+        schemes=SCHEMES,
+        open_url=open_postgres,
+    )
+
+
 # ---------------------------------------------------------------- the entries
 
 NATIVE = StoreKind(
@@ -290,3 +333,4 @@ QDRANT = StoreKind(
         open=open_qdrant_server,
     ),
 )
+POSTGRES = _postgres_entry()

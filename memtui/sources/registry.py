@@ -21,6 +21,7 @@ BUILT_IN: tuple[StoreKind, ...] = (
     kinds.LETTA,
     kinds.TENANT,
     kinds.QDRANT,
+    kinds.POSTGRES,
 )
 
 
@@ -65,6 +66,10 @@ class Registry(Sequence[StoreKind]):
 
     def recognize(self, probe: Probe) -> StoreKind | None:
         return next((k for k in self._entries if k.recognize(probe)), None)
+
+    def url_kind(self, location: object) -> StoreKind | None:
+        """The kind that opens ``location`` as a URL (``postgresql://...``), or None."""
+        return next((k for k in self._entries if k.opens_url(location)), None)
 
     def folder_kinds(self) -> list[str]:
         """The folders memtui opens, in words."""
