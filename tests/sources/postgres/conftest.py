@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,11 +24,19 @@ PASSWORD = "Sw0rdfish-Zeta-7q"
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def pg_server() -> Iterator[Any]:
+    """The session's server, in a folder of its own under the system's temporary folder.
+
+    Not under pytest's ``tmp_path`` tree: run as root, pgserver runs Postgres as a user of
+    its own and opens the folders on the way to the data folder to it, and every pytest
+    session that starts (another worktree's, a second run) closes pytest's base folder
+    (``pytest-of-USER``) to its owner again: the server would lose its data folder mid-run
+    (PANIC: permission denied). ``cleanup_mode="delete"`` removes the folder at the end.
+    """
     pgserver = pytest.importorskip("pgserver")
     pytest.importorskip("psycopg")
-    folder = tmp_path_factory.mktemp("pg")
-    server = pgserver.get_server(folder, cleanup_mode="stop")
+    folder = Path(tempfile.mkdtemp(prefix="memtui-pg-"))
+    server = pgserver.get_server(folder, cleanup_mode="delete")
     hba = folder / "pg_hba.conf"
     hba.write_text(f"local all {PASSWORD_USER} scram-sha-256\n" + hba.read_text())
     admin(server, f"CREATE ROLE {PASSWORD_USER} LOGIN SUPERUSER PASSWORD '{PASSWORD}'")

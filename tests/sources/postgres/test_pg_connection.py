@@ -205,3 +205,12 @@ def test_connect_problem_names_what_to_do():
     assert (
         text == "no such user at postgresql://ana@db.example/agents: check the user name in the URL"
     )
+
+
+def test_a_dropped_session_is_opened_again_for_a_read(lg_url):
+    with open_source(lg_url) as source:
+        pid = source.pg.query("SELECT pg_backend_pid()")[0][0]
+        sql(lg_url, "SELECT pg_terminate_backend(%s)", (pid,))
+        assert source.record_count() > 0
+        assert source.pg.query("SELECT pg_backend_pid()")[0][0] != pid
+        assert source.pg.query("SHOW default_transaction_read_only") == [("on",)]
