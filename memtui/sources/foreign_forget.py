@@ -94,6 +94,7 @@ class ForeignForgetting(ForeignStore, ScopeForgettable):
             intent_event_id=intent,
             removed=tuple(done.removed),
             problem=done.problem,
+            remark=done.remark,
         )
 
     def _erasure_of(self, applied: dict[str, Any], ids: list[str]) -> Erasure:
@@ -102,12 +103,14 @@ class ForeignForgetting(ForeignStore, ScopeForgettable):
         file_checks, purge_details = self._purge_file(applied.get("probes", []))
         checks.update(file_checks)
         removed = list(applied.get("removed", ids))
+        remark = purge_details.pop("remark", None)
         return Erasure(
             checks=checks,
             details={"removed": removed, **applied.get("details", {}), **purge_details},
             removed=removed,
             touched=list(applied.get("touched", [])),
             note=applied.get("note"),
+            remark=remark,
         )
 
     # -- forget a whole scope
@@ -173,6 +176,7 @@ class ForeignForgetting(ForeignStore, ScopeForgettable):
             intent_event_id=intent,
             removed=tuple(done.removed),
             problem=done.problem,
+            remark=done.remark,
             scope=(key, value),
         )
 
