@@ -24,6 +24,7 @@ and in SECURITY.md, never counted as verified.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,6 +96,23 @@ def count_in_file(path: Path, probes: Sequence[bytes]) -> dict[bytes, int]:
     return counts
 
 
+@dataclass(frozen=True)
+class VectorProbe:
+    """A forgotten pgvector value: where it was (table, column) and its components."""
+
+    table: str
+    column: str
+    values: tuple[float, ...]
+
+    def raw(self) -> bytes:
+        """Its components as the server keeps them on disk (float4, this machine's byte
+        order: the files are only read on a local server), at most ``PROBE_MAX`` bytes."""
+        return struct.pack(f"={len(self.values)}f", *self.values)[:PROBE_MAX]
+
+    def literal(self) -> str:
+        return "[" + ",".join(repr(float(v)) for v in self.values) + "]"
+
+
 @dataclass
 class PurgeReport:
     """What the purge did and found: its checks, its steps for the audit (no value), and
@@ -159,9 +177,11 @@ class PgErasure:
         )
         return [(str(name), str(path)) for name, path in rows if path]
 
-    def scan_files(self, root: Path, tables: Sequence[str], probes: Sequence[bytes]) -> int:
-        """Occurrences of the probes in the files of ``tables`` (after a checkpoint)."""
-        found = 0
+    def scan_files(
+        self, root: Path, tables: Sequence[str], probes: Sequence[bytes]
+    ) -> dict[bytes, int]:
+        """Occurrences of each probe in the files of ``tables`` (read after a checkpoint)."""
+        found = dict.fromkeys(probes, 0)
         read = 0
         for _name, relative in self.relation_files(tables):
             base = root / relative
@@ -172,7 +192,8 @@ class PgErasure:
                 read += part.stat().st_size
                 if read > BYTE_SCAN_LIMIT:
                     raise SourceError(f"the tables' files are over {BYTE_SCAN_LIMIT} bytes")
-                found += sum(count_in_file(part, probes).values())
+                for probe, count in count_in_file(part, probes).items():
+                    found[probe] += count
         return found
 
     # -- in SQL
@@ -184,22 +205,42 @@ class PgErasure:
             if declared.split("(", 1)[0] in TEXT_TYPES
         ]
 
-    def occurrences(self, probes: Sequence[str]) -> int:
-        """How often the probes occur in every text and jsonb column of the store's tables
+    def occurrences(self, probe: str) -> int:
+        """How often ``probe`` occurs in every text and jsonb column of the store's tables
         (rows still there: a live item with the same text, or a copy)."""
         total = 0
         for table in self.store_tables:
             for column in self.text_columns(table):
                 text = f"{quote_identifier(column)}::text"
-                for probe in probes:
-                    rows = self.pg.query(
-                        f"SELECT coalesce(sum((length({text}) - length(replace({text}, %s, '')))"
-                        f" / length(%s)), 0) FROM {self.qualified(table)} "
-                        f"WHERE strpos({text}, %s) > 0",
-                        [probe, probe, probe],
-                    )
-                    total += int(rows[0][0])
+                rows = self.pg.query(
+                    f"SELECT coalesce(sum((length({text}) - length(replace({text}, %s, '')))"
+                    f" / length(%s)), 0) FROM {self.qualified(table)} "
+                    f"WHERE strpos({text}, %s) > 0",
+                    [probe, probe, probe],
+                )
+                total += int(rows[0][0])
         return total
+
+    def live_copies(self, vector: VectorProbe) -> int:
+        """How many copies of an equal vector the live rows account for on disk: one in
+        the heap and one in each index of its column, per live row holding it."""
+        column = quote_identifier(vector.column)
+        rows = self.pg.query(
+            f"SELECT count(*) FROM {self.qualified(vector.table)} "
+            f"WHERE {column}::text = %s::{self.vector_type(vector)}::text",
+            [vector.literal()],
+        )
+        indexes = self.pg.query(
+            "SELECT count(*) FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_attribute AS a "
+            "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+            "WHERE i.indrelid = to_regclass(%s) AND a.attname = %s",
+            [self.qualified(vector.table), vector.column],
+        )
+        return int(rows[0][0]) * (1 + int(indexes[0][0]))
+
+    def vector_type(self, vector: VectorProbe) -> str:
+        declared = self.columns.get(vector.table, {}).get(vector.column, "vector")
+        return declared.split("(", 1)[0]
 
     def statistics_hold(self, probes: Sequence[str]) -> bool:
         """Whether the planner's statistics of the store's tables still show a probe."""
@@ -222,21 +263,30 @@ class PgErasure:
         self.pg.run(lambda conn: conn.execute(statement))
         return f"VACUUM ({'FULL, ' if full else ''}ANALYZE) {', '.join(tables)}"
 
-    def purge(self, changed: Sequence[str], texts: Sequence[str]) -> PurgeReport:
-        """Vacuum the ``changed`` tables and check that ``texts`` (the forgotten values)
-        are gone from the store's rows, statistics and (when readable) files."""
+    def purge(
+        self,
+        changed: Sequence[str],
+        texts: Sequence[str],
+        vectors: Sequence[VectorProbe] = (),
+    ) -> PurgeReport:
+        """Vacuum the ``changed`` tables and check that ``texts`` and ``vectors`` (the
+        forgotten values) are gone from the store's rows, statistics and (when readable)
+        files."""
         report = PurgeReport()
         tables = [t for t in changed if t in self.columns]
         probes = text_probes(texts)
-        report.details["probes"] = len(probes)
+        report.details["probes"] = len(probes) + len(vectors)
         step = self._step(report)
         if not step("vacuum", lambda: self.vacuum(tables, full=False)):
             return report
+        allowed: dict[bytes, int] = {}
         if probes:
-            live = self.occurrences(probes)
-            report.checks["text_gone"] = live == 0
-            if live:
-                report.details["text_elsewhere"] = live
+            for probe in probes:
+                allowed[probe.encode("utf-8")] = self.occurrences(probe)
+            elsewhere = sum(allowed.values())
+            report.checks["text_gone"] = elsewhere == 0
+            if elsewhere:
+                report.details["text_elsewhere"] = elsewhere
             report.checks["statistics_gone"] = not self.statistics_hold(probes)
         root, why = self.data_directory()
         if root is None or not probes:
@@ -248,27 +298,33 @@ class PgErasure:
             )
             report.remarks.append("the tables were rewritten (VACUUM FULL)")
             return report
-        self._scan_and_rewrite(report, root, tables, probes, live)
+        for vector in vectors:
+            raw = vector.raw()
+            allowed[raw] = allowed.get(raw, 0) + self.live_copies(vector)
+        self._scan_and_rewrite(report, root, tables, allowed)
         return report
 
     def _scan_and_rewrite(
-        self, report: PurgeReport, root: Path, tables: list[str], probes: list[str], live: int
+        self, report: PurgeReport, root: Path, tables: list[str], allowed: dict[bytes, int]
     ) -> None:
-        """Read the files; where plain VACUUM left the bytes, rewrite and read again."""
+        """Read the files for each probe (``allowed``: the copies live rows account for);
+        where plain VACUUM left more, rewrite the tables and read again."""
         step = self._step(report)
-        raw = [p.encode("utf-8") for p in probes]
-        found: list[int] = []
+        found: list[dict[bytes, int]] = []
 
         def scan() -> str:
             self.pg.run(lambda conn: conn.execute("CHECKPOINT"))
-            found.append(self.scan_files(root, self.store_tables, raw))
+            found.append(self.scan_files(root, self.store_tables, list(allowed)))
             return f"read the files of {', '.join(self.store_tables)} for the bytes"
+
+        def left() -> int:
+            return sum(max(0, n - allowed[probe]) for probe, n in found[-1].items())
 
         if not step("file_scan", scan):
             report.checks["bytes_gone"] = False
             return
-        report.details["bytes_after_vacuum"] = found[-1]
-        if found[-1] > live:
+        report.details["copies_after_vacuum"] = left()
+        if left():
             report.remarks.append(
                 "plain VACUUM left the forgotten bytes in the tables' pages: "
                 "they were rewritten (VACUUM FULL)"
@@ -278,8 +334,8 @@ class PgErasure:
             ):
                 report.checks["bytes_gone"] = False
                 return
-            report.details["bytes_after_vacuum_full"] = found[-1]
-        report.checks["bytes_gone"] = found[-1] <= live
+            report.details["copies_after_vacuum_full"] = left()
+        report.checks["bytes_gone"] = left() == 0
 
     @staticmethod
     def _step(report: PurgeReport) -> Callable[[str, Callable[[], str]], bool]:

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memtui.sources.base import SourceError, SourceRecord
-from memtui.sources.postgres.erasure import string_leaves
+from memtui.sources.postgres.erasure import VectorProbe, string_leaves
 
 KEYS = "(SELECT * FROM unnest(%s::text[], %s::text[]))"
 """The (prefix, key) pairs of a forget, as a relation (two text arrays)."""
@@ -84,7 +84,7 @@ class LangGraphPostgresForget:
         keys = self._keys(records)
         store, vectors = self._store, self.vectors.table if self.has_vectors() else None
 
-        def delete(conn: Any) -> tuple[list[Any], int, int]:
+        def delete(conn: Any) -> tuple[list[Any], list[Any], int, int]:
             values = [
                 row[0]
                 for row in conn.execute(
@@ -93,16 +93,25 @@ class LangGraphPostgresForget:
                     keys,
                 ).fetchall()
             ]
+            embeddings: list[Any] = []
             removed_vectors = 0
             if vectors is not None:
+                embeddings = [
+                    row[0]
+                    for row in conn.execute(
+                        f"SELECT embedding::real[] FROM {vectors} WHERE (prefix, key) IN {KEYS} "
+                        "ORDER BY prefix, key, field_name FOR UPDATE",
+                        keys,
+                    ).fetchall()
+                ]
                 removed_vectors = conn.execute(
                     f"DELETE FROM {vectors} WHERE (prefix, key) IN {KEYS}", keys
                 ).rowcount
             items = conn.execute(f"DELETE FROM {store} WHERE (prefix, key) IN {KEYS}", keys)
-            return values, removed_vectors, items.rowcount
+            return values, embeddings, removed_vectors, items.rowcount
 
         try:
-            values, removed_vectors, items = self.pg.run(delete, transaction=True)
+            values, embeddings, removed_vectors, items = self.pg.run(delete, transaction=True)
         except SourceError as exc:
             raise SourceError(
                 f"forget failed, the transaction was rolled back and nothing was changed: {exc}"
@@ -118,5 +127,10 @@ class LangGraphPostgresForget:
             "removed": [r.id for r in records],
             "checks": {"row_gone": not left[0][0], "vectors_gone": not vectors_left[0][0]},
             "probes": [text.encode("utf-8") for text in texts],
+            "vector_probes": [
+                VectorProbe("store_vectors", "embedding", tuple(float(v) for v in e))
+                for e in embeddings
+                if e and self.vectors.kind == "vector"
+            ],
             "details": {"rows_removed": items, "vectors_removed": removed_vectors},
         }

@@ -19,7 +19,7 @@ vector lane. Forgetting in a Postgres store is refused until a kind implements i
 (``forget_implemented``): with ``--allow-writes`` the refusal says so, without it
 the read-only line says to pass ``--allow-writes``. A kind that forgets deletes in
 one database transaction (``_apply_forget``); the purge after it and its checks are
-``memtui.sources.postgres.erasure`` (``_purge_file`` here).
+``memtui.sources.postgres.erasure`` (``_purge_applied`` here).
 """
 
 from __future__ import annotations
@@ -266,11 +266,13 @@ class PostgresSource(ForeignSqliteSource):
             f"checked. Not reached, not verified: {UNREACHABLE}"
         )
 
-    def _purge_file(self, probes: Sequence[bytes]) -> tuple[dict[str, bool], dict[str, Any]]:
-        """Vacuum the changed tables and check the forgotten texts are gone (``probes``:
-        their UTF-8 bytes); the remark says how (a rewrite, a scan that could not run)."""
-        texts = [bytes(p).decode("utf-8", "replace") for p in probes]
-        report = self.erasure().purge(self.forget_tables, texts)
+    def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:
+        """Vacuum the changed tables and check the forgotten texts (``probes``: their UTF-8
+        bytes) and vectors (``vector_probes``) are gone; the remark says how (a rewrite,
+        a scan that could not run)."""
+        texts = [bytes(p).decode("utf-8", "replace") for p in applied.get("probes", [])]
+        vectors = list(applied.get("vector_probes", []))
+        report = self.erasure().purge(self.forget_tables, texts, vectors)
         details: dict[str, Any] = {"purge": report.steps, **report.details}
         if report.remarks:
             details["remarks"] = list(report.remarks)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -87,12 +88,19 @@ def table_bytes(source: Any, probe: bytes) -> int:
     root, why = erasure.data_directory()
     assert root is not None, why
     source.pg.query("CHECKPOINT")
-    return erasure.scan_files(root, erasure.store_tables, [probe])
+    return erasure.scan_files(root, erasure.store_tables, [probe])[probe]
+
+
+def vector_bytes(text: str) -> bytes:
+    """The float4 bytes of ``text``'s embedding, as pgvector keeps them on disk."""
+    values = embed([text])[0]
+    return struct.pack(f"={len(values)}f", *values)
 
 
 def test_forget_one_item_deletes_it_and_its_vectors_and_proves_it(store_url):
     with opened(store_url) as source:
         assert table_bytes(source, SECRET.encode()) == 1
+        assert table_bytes(source, vector_bytes(SECRET)) == 2  # the heap and the HNSW index
         outcome = source.forget(lg_id("users.u1", "trip"), reason="asked")
         assert outcome.verified, outcome.checks
         assert {"row_gone", "vectors_gone", "text_gone", "bytes_gone"} <= set(outcome.checks)
@@ -100,6 +108,7 @@ def test_forget_one_item_deletes_it_and_its_vectors_and_proves_it(store_url):
         assert "plain VACUUM left the forgotten bytes" in (outcome.remark or "")
         assert "VACUUM FULL" in outcome.report("x")
         assert table_bytes(source, SECRET.encode()) == 0
+        assert table_bytes(source, vector_bytes(SECRET)) == 0
         assert source.get(lg_id("users.u1", "trip")) is None
     assert ("users.u1", "trip") not in keys(store_url) | vector_keys(store_url)
     assert len(keys(store_url)) == len(ITEMS) - 1
@@ -112,6 +121,7 @@ def test_where_plain_vacuum_wipes_the_bytes_the_tables_are_not_rewritten(store_u
         assert outcome.verified, outcome.checks
         assert outcome.checks["bytes_gone"] and outcome.remark is None
         assert table_bytes(source, FIRST.encode()) == 0
+        assert table_bytes(source, vector_bytes(FIRST)) == 0
         events = source.audit_events(limit=1)
     assert not any("FULL" in step for step in events[0]["details"]["purge"])
 
