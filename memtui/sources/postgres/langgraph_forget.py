@@ -72,8 +72,8 @@ class LangGraphPostgresForget:
         return (
             "Every item of this namespace and of each namespace under it, expired ones too, "
             "is deleted with all its store_vectors rows in one transaction (a sibling "
-            f"namespace that only starts with the same letters stays); {self.forget_reach()}; "
-            "memtui's cached copy goes too."
+            "namespace that only starts with the same letters stays), and memtui's cached "
+            f"copy goes too; {self.forget_reach()}"
         )
 
     def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:

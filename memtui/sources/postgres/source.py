@@ -263,7 +263,7 @@ class PostgresSource(ForeignSqliteSource):
         reach."""
         return (
             "the tables are vacuumed (VACUUM FULL where plain VACUUM leaves the bytes) and "
-            f"checked. Not reached, not verified: {UNREACHABLE}"
+            f"checked. Not reached, not verified: {UNREACHABLE}."
         )
 
     def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:

@@ -11,18 +11,17 @@ import struct
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from conftest import NOW, one_error_line
 
 from memtui.cli import main
-from memtui.core.embed import HashEmbedder
 from memtui.sources import SourceError, open_source
 from memtui.sources.base import encode_id
 
-EMBEDDER = HashEmbedder(8)
+from .conftest import PASSWORD, PASSWORD_USER, database_url
+from .support import embed, open_library, sql
+
 SECRET = "Window seat 14A on the Lisbon night train"
-PASSWORD = "Tr0mbone-Quokka-91"
 FIRST = "works on the ledger service in Rust"
 ITEMS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
     (("users", "u1", "work"), "stack", {"text": FIRST}),
@@ -36,34 +35,16 @@ space, where pruning leaves a deleted tuple's bytes), FIRST the oldest (at the p
 end, where pruning moves the live tuples over it)."""
 
 
-def embed(texts: list[str]) -> list[list[float]]:
-    return [[float(v) for v in vector] for vector in EMBEDDER(list(texts))]
-
-
-INDEX = {"dims": 8, "embed": embed, "fields": ["text"]}
-
-
-def library(url: str) -> Any:
-    from langgraph.store.postgres import PostgresStore
-
-    return PostgresStore.from_conn_string(url, index=INDEX)  # type: ignore[arg-type]
-
-
-def sql(url: str, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        cursor = conn.execute(statement, params)
-        return list(cursor.fetchall()) if cursor.description else []
-
-
 @pytest.fixture
-def store_url(pg_url: str) -> str:
+def store_url(pg_server: Any, pg_url: str) -> str:
     """A LangGraph store written by the real library (HNSW index, vectors of ``text``),
-    the URL with a password in it (the server trusts the socket: it is never needed)."""
-    with library(pg_url) as store:
+    named with a password (the role must give it: scram-sha-256)."""
+    with open_library(pg_url) as store:
         store.setup()
         for namespace, key, value in ITEMS:
             store.put(namespace, key, value)
-    return pg_url.replace("postgresql://postgres:@", f"postgresql://postgres:{PASSWORD}@")
+    database = pg_url.split("?")[0].rsplit("/", 1)[1]
+    return database_url(pg_server, database, f"{PASSWORD_USER}:{PASSWORD}")
 
 
 def lg_id(prefix: str, key: str) -> str:
@@ -234,7 +215,7 @@ def test_the_keyword_index_purges_its_copy(store_url):
 def test_langgraph_still_opens_reads_searches_and_writes_after(store_url):
     with opened(store_url) as source:
         source.forget_scope(scope=("namespace", "users.u1"), reason="r")
-    with library(store_url) as store:
+    with open_library(store_url) as store:
         store.setup()
         assert store.get(("users", "u1"), "trip") is None
         assert store.get(("users", "u10"), "trip").value["text"].startswith("the u10")
@@ -264,13 +245,13 @@ def test_a_user_who_cannot_read_the_data_directory_gets_a_rewrite_and_is_told(st
     sql(store_url, f"CREATE ROLE {name} LOGIN")
     for table in ("store", "store_vectors", "store_migrations", "vector_migrations"):
         sql(store_url, f"ALTER TABLE {table} OWNER TO {name}")
-    url = store_url.replace(f"postgres:{PASSWORD}@", f"{name}@")
+    url = store_url.replace(f"{PASSWORD_USER}:{PASSWORD}@", f"{name}@")
     try:
         with opened(url) as source:
             outcome = source.forget(lg_id("users.u1", "trip"), reason="r")
             notes = " ".join(source.summary().notes)
     finally:
-        sql(store_url, "REASSIGN OWNED BY " + name + " TO postgres")
+        sql(store_url, f"REASSIGN OWNED BY {name} TO postgres")
         sql(store_url, f"DROP OWNED BY {name}")
         sql(store_url, f"DROP ROLE {name}")
     assert outcome.verified and "bytes_gone" not in outcome.checks
