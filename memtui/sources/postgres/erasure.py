@@ -287,6 +287,10 @@ class PgErasure:
             report.checks["text_gone"] = elsewhere == 0
             if elsewhere:
                 report.details["text_elsewhere"] = elsewhere
+                report.remarks.append(
+                    f"the forgotten text is still in {elsewhere} place(s) of the store's "
+                    "tables (another item holding the same text?)"
+                )
             report.checks["statistics_gone"] = not self.statistics_hold(probes)
         root, why = self.data_directory()
         if root is None or not probes:

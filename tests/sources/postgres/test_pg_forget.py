@@ -300,3 +300,24 @@ def test_forget_asks_first_and_a_no_changes_nothing(runner, store_url):
     assert result.exit_code != 0
     assert "WAL segments" in result.output  # the question names what it cannot reach
     assert ("users.u1", "trip") in keys(store_url)
+
+
+def test_a_copy_of_the_text_in_another_item_is_named_and_not_verified(store_url, runner):
+    """The SQL scan over the store's text and jsonb columns finds a copy the forget did
+    not take (another item quoting it): the forget says so and exits 3."""
+    sql(
+        store_url,
+        "UPDATE store SET value = jsonb_set(value, '{quote}', to_jsonb(%s::text)) "
+        "WHERE prefix = 'users.u2'",
+        [f"she said: {SECRET}!"],
+    )
+    result = runner.invoke(main, ["forget", store_url, lg_id("users.u1", "trip"), *FORGET])
+    assert result.exit_code == 3, result.output
+    assert "erasure NOT verified (statistics_gone, text_gone)" in result.output
+    assert "the forgotten text is still in 1 place(s) of the store's tables" in result.output
+    assert SECRET not in result.output
+    with opened(store_url) as source:
+        event = source.audit_events(limit=1)[0]
+    assert event["details"]["erasure"]["text_gone"] is False
+    assert event["details"]["erasure"]["bytes_gone"] is True  # the live copy accounts for it
+    assert event["details"]["text_elsewhere"] == 1
