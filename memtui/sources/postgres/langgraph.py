@@ -57,7 +57,7 @@ from memtui.sources.postgres.source import PostgresSource
 from memtui.sources.postgres.url import like_prefix
 from memtui.sources.postgres.vectors import PgVectors
 
-BATCH = 2000
+BATCH = 5000
 """Rows per keyset batch when memtui's index is built."""
 
 
@@ -127,6 +127,16 @@ class LangGraphPostgresSource(LangGraphPostgresForget, PostgresSource):
         self, filters: Mapping[str, Any] | None, include_hidden: bool, alias: str = "s"
     ) -> tuple[str, list[Any]]:
         """The filters and the live rule as a WHERE clause on ``store AS alias``."""
+        clauses, params = self.scope_clauses(filters, alias)
+        if not include_hidden and self._has_ttl():
+            clauses.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > %s)")
+            params.append(self.now())
+        return (" AND ".join(clauses) or "TRUE"), params
+
+    def scope_clauses(
+        self, filters: Mapping[str, Any] | None, alias: str = "s"
+    ) -> tuple[list[str], list[Any]]:
+        """The filters alone, as clauses on ``store AS alias`` (an unknown key refused)."""
         filters = self.check_filters(filters)
         p = f"{alias}."
         clauses: list[str] = []
@@ -138,10 +148,23 @@ class LangGraphPostgresSource(LangGraphPostgresForget, PostgresSource):
             elif key == "record_type":
                 clauses.append("'item' = %s")
                 params.append(str(value))
-        if not include_hidden and self._has_ttl():
-            clauses.append(f"({p}expires_at IS NULL OR {p}expires_at > %s)")
-            params.append(self.now())
-        return (" AND ".join(clauses) or "TRUE"), params
+        return clauses, params
+
+    def left_out_where(
+        self, filters: Mapping[str, Any] | None, reason: str
+    ) -> tuple[str, list[Any]] | None:
+        """The items a search leaves out for ``reason``: ``expired`` (in scope), or
+        ``out_of_scope`` (live); None when there can be none."""
+        clauses, params = self.scope_clauses(filters)
+        if reason == "expired":
+            if not self._has_ttl():
+                return None
+            clauses.append("(s.expires_at IS NOT NULL AND s.expires_at <= %s)")
+            return " AND ".join(clauses), [*params, self.now()]
+        if not clauses:
+            return None
+        live, live_params = self.where(None, include_hidden=False)
+        return f"{live} AND NOT ({' AND '.join(clauses)})", [*live_params, *params]
 
     def cache_filter_sql(self) -> FilterSql:
         def namespace(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:
@@ -393,26 +416,45 @@ class LangGraphFeed:
         moment = self.source.query("SELECT clock_timestamp()")[0][0]
         return iso(moment) or ""
 
-    def _rows(self, records: Iterable[SourceRecord]) -> list[CacheRow]:
-        return [self.source.cache_row(record) for record in records]
+    def _select(self) -> str:
+        """What the index keeps of a row, and nothing more (no vector fields, no times)."""
+        source = self.source
+        expires = "s.expires_at" if source._has_ttl() else "NULL"
+        return f"SELECT s.prefix, s.key, s.value, {expires} FROM {source._store} AS s"
+
+    @staticmethod
+    def _index_row(row: Sequence[Any]) -> CacheRow:
+        prefix, key, raw, expires = row
+        if isinstance(raw, str | bytes | bytearray):
+            value, problem = parse_value(raw)
+        else:
+            value, problem = raw, None
+        return CacheRow(
+            source_id=encode_id(ID_PREFIX, prefix, key),
+            tier=prefix.split(".", 1)[0] if prefix else "",
+            record_type="item",
+            content=FIELD_SEPARATOR.join(text_fields(value)) if problem is None else str(value),
+            scope={"namespace": prefix},
+            hidden=False,
+            expires_at=format_timestamp(expires) if expires is not None else None,
+        )
 
     def changed_rows(self, since: str | None) -> Iterator[CacheRow]:
         source = self.source
         if since is not None:
             rows = source.query(
-                f"{source.select()} WHERE s.updated_at > %s ORDER BY s.prefix, s.key",
+                f"{self._select()} WHERE s.updated_at > %s ORDER BY s.prefix, s.key",
                 [datetime.fromisoformat(since)],
             )
-            yield from self._rows(source.record(r) for r in rows)
+            yield from map(self._index_row, rows)
             return
         cursor: list[Any] = []
         while True:
             where = "WHERE (s.prefix, s.key) > (%s, %s) " if cursor else ""
             rows = source.query(
-                f"{source.select()} {where}ORDER BY s.prefix, s.key LIMIT %s",
-                [*cursor, BATCH],
+                f"{self._select()} {where}ORDER BY s.prefix, s.key LIMIT %s", [*cursor, BATCH]
             )
-            yield from self._rows(source.record(r) for r in rows)
+            yield from map(self._index_row, rows)
             if len(rows) < BATCH:
                 return
             cursor = [rows[-1][0], rows[-1][1]]
@@ -431,7 +473,7 @@ class LangGraphFeed:
         return {encode_id(ID_PREFIX, p, k) for p, k in rows}
 
     def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
-        return self._rows(self.source.get_many(ids).values())
+        return [self.source.cache_row(r) for r in self.source.get_many(ids).values()]
 
     def expiries(self) -> dict[str, str | None]:
         source = self.source

@@ -73,7 +73,7 @@ class PgVectors:
         self.dims: int | None = column[1] if column else None
         self.cast = catalog.type_name(TABLE, "embedding") if self.present else "vector"
         self.index, self.unusable = self._index(catalog.indexes.get(TABLE, []))
-        self._missing: dict[Any, int] = {}
+        self._counted: dict[tuple[Any, ...], int] = {}
         self.last: dict[str, tuple[float, str, list[float]]] = {}
         """The last lane's pool by record id: raw score, the field that scored, its vector."""
 
@@ -103,8 +103,14 @@ class PgVectors:
     def lane_sql(
         self, source: LangGraphPostgresSource, filters: Mapping[str, Any], limit: int
     ) -> tuple[str, list[Any]]:
-        """The lane's statement (its first parameter the query vector), for ``EXPLAIN``."""
+        """The lane's statement (its ``<query>`` parameters the query vector), for ``EXPLAIN``."""
         where, params = source.where(filters, include_hidden=False)
+        return self.nearest_sql(source, where, params, limit)
+
+    def nearest_sql(
+        self, source: LangGraphPostgresSource, where: str, params: Sequence[Any], limit: int
+    ) -> tuple[str, list[Any]]:
+        """The nearest ``limit`` vectors of the items ``where`` keeps (on ``store AS s``)."""
         distance = f"v.embedding <=> %s::{self.cast}"
         sql = (
             f"SELECT v.prefix, v.key, v.field_name, v.embedding::text, {distance} AS distance "
@@ -118,11 +124,11 @@ class PgVectors:
         self,
         source: LangGraphPostgresSource,
         query_vector: Sequence[float],
-        filters: Mapping[str, Any],
+        statement: tuple[str, list[Any]],
         limit: int,
     ) -> tuple[list[tuple[Any, ...]], str]:
-        """The nearest ``limit`` vectors of live, in-scope items, and how the plan ran."""
-        sql, params = self.lane_sql(source, filters, limit)
+        """The rows of a nearest-vectors ``statement``, and how the plan ran it."""
+        sql, params = statement
         literal = vector_text(query_vector)
         bound = [literal if p == "<query>" else p for p in params]
         index = self.index
@@ -144,13 +150,28 @@ class PgVectors:
             result: tuple[list[tuple[Any, ...]], str] = source.pg.run(run, transaction=True)
         return result
 
-    def fields(self, source: LangGraphPostgresSource) -> int:
-        """The most vectors one item has (one per embedded field)."""
-        rows = source.query(
-            f"SELECT coalesce(max(n), 1) FROM (SELECT count(*) AS n FROM {self.table} "
-            "GROUP BY prefix, key ORDER BY 1 DESC LIMIT 1) AS most"
-        )
-        return max(1, int(rows[0][0]))
+    @staticmethod
+    def best_fields(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[float, str, list[float]]]:
+        """Each item's best field, in the rows' order: raw ``1 - distance``, field, vector."""
+        best: dict[str, tuple[float, str, list[float]]] = {}
+        for prefix, key, field_name, embedding, distance in rows:
+            record_id = encode_id(ID_PREFIX, prefix, key)
+            if record_id not in best and distance is not None and math.isfinite(distance):
+                best[record_id] = (1.0 - float(distance), str(field_name), parse_vector(embedding))
+        return best
+
+    def fields(self, source: LangGraphPostgresSource, version: Any) -> int:
+        """The most vectors one item has (one per embedded field), counted once per store
+        version (a scan of store_vectors)."""
+        key = ("fields", version)
+        if key not in self._counted:
+            rows = source.query(
+                f"SELECT coalesce(max(n), 1) FROM (SELECT count(*) AS n FROM {self.table} "
+                "GROUP BY prefix, key ORDER BY 1 DESC LIMIT 1) AS most"
+            )
+            self._counted = {k: v for k, v in self._counted.items() if k[1] == version}
+            self._counted[key] = max(1, int(rows[0][0]))
+        return self._counted[key]
 
     def lane(
         self,
@@ -163,14 +184,13 @@ class PgVectors:
     ) -> Lane:
         """The pool: the best field of each item, raw ``1 - distance``, positive only."""
         stop_if(cancelled)
-        fields = self.fields(source)
-        rows, note = self.fetch(source, query_vector, filters, pool_size * fields)
+        version = index.meta().get("source_fingerprint")
+        fields = self.fields(source, version)
+        limit = pool_size * fields
+        statement = self.lane_sql(source, filters, limit)
+        rows, note = self.fetch(source, query_vector, statement, limit)
         stop_if(cancelled)
-        best: dict[str, tuple[float, str, list[float]]] = {}
-        for prefix, key, field_name, embedding, distance in rows:
-            record_id = encode_id(ID_PREFIX, prefix, key)
-            if record_id not in best and distance is not None and math.isfinite(distance):
-                best[record_id] = (1.0 - float(distance), str(field_name), parse_vector(embedding))
+        best = self.best_fields(rows)
         ordered = [(rid, score) for rid, (score, _, _) in best.items() if score > 0][:pool_size]
         cache_ids = index.cache_ids(rid for rid, _ in ordered)
         ranking = [(cache_ids[rid], score) for rid, score in ordered if rid in cache_ids]
@@ -178,22 +198,49 @@ class PgVectors:
         ranking = [(cid, score) for cid, score in ranking if cid in dates]
         lane = lane_from_ranking(ranking, pool_size, dates)
         lane.note = note
-        lane.missing = self.missing(source, filters, index.meta().get("source_fingerprint"))
+        lane.missing = self.missing(source, filters, version)
+        line = ranking[-1][1] if len(ranking) >= pool_size else 0.0
+        lane.dropped = {
+            reason: self.left_out(source, index, query_vector, filters, reason, line, limit)
+            for reason in ("expired", "out_of_scope")
+        }
         self.last = {rid: best[rid] for rid, _ in ordered}
         return lane
+
+    def left_out(
+        self,
+        source: LangGraphPostgresSource,
+        index: PostgresIndex,
+        query_vector: Sequence[float],
+        filters: Mapping[str, Any],
+        reason: str,
+        line: float,
+        limit: int,
+    ) -> set[int]:
+        """The index ids of the items left out for ``reason`` (expired, out of scope) that
+        would have been in the pool: a cosine above its last one (any positive one while
+        it has room). One more nearest-vectors query, only when such items can exist."""
+        where = source.left_out_where(filters, reason)
+        if where is None:
+            return set()
+        rows, _ = self.fetch(source, query_vector, self.nearest_sql(source, *where, limit), limit)
+        entering = [rid for rid, (score, _, _) in self.best_fields(rows).items() if score > line]
+        return set(index.cache_ids(entering).values())
 
     def missing(
         self, source: LangGraphPostgresSource, filters: Mapping[str, Any], version: Any
     ) -> int:
-        """Live, in-scope items with no vector (the lane can never find them), counted once
-        per store version (the index's fingerprint), filters and clock."""
+        """Live, in-scope items with no vector (the lane can never find them): an anti-join,
+        counted once per store version, filters and minute of the clock."""
         where, params = source.where(filters, include_hidden=False)
-        key = (version, repr(sorted(filters.items())), source.now())
-        if key not in self._missing:
+        minute = source.now().replace(second=0, microsecond=0)
+        key = ("missing", version, repr(sorted(filters.items())), minute)
+        if key not in self._counted:
             rows = source.query(
                 f"SELECT count(*) FROM {source.table('store')} AS s WHERE {where} AND NOT EXISTS "
                 f"(SELECT 1 FROM {self.table} AS v WHERE v.prefix = s.prefix AND v.key = s.key)",
                 params,
             )
-            self._missing = {key: int(rows[0][0])}
-        return self._missing[key]
+            self._counted = {k: v for k, v in self._counted.items() if k[1] == version}
+            self._counted[key] = int(rows[0][0])
+        return self._counted[key]

@@ -140,3 +140,23 @@ def test_a_store_without_vectors_searches_by_keyword(pg_url):
         assert not source.has_vectors()
         trace = source.search("trip", embedder=EMBEDDER).trace
         assert "no store_vectors" in trace.fallback or "no stored vectors" in trace.fallback
+
+
+def test_the_vector_lane_counts_what_the_live_rule_and_the_scope_left_out(lg_url):
+    with opened(lg_url) as source:
+        trace = source.search(
+            "scratch note trip", embedder=EMBEDDER, filters={"namespace": "sessions.s-1"}
+        ).trace
+        left_out = trace.excluded_by_lane["vector"]
+        assert left_out["expired"] == 1  # the expired scratch note, in scope
+        outside = sql(
+            lg_url,
+            "SELECT count(DISTINCT (s.prefix, s.key)) FROM store_vectors v JOIN store s "
+            "ON s.prefix = v.prefix AND s.key = v.key WHERE s.prefix <> 'sessions.s-1' "
+            "AND (s.expires_at IS NULL OR s.expires_at > %s) "
+            "AND 1 - (v.embedding <=> %s::vector) > 0",
+            (fixed_clock(), vector_text(EMBEDDER(["scratch note trip"])[0])),
+        )[0][0]
+        assert left_out["out_of_scope"] == outside > 0  # the pool had room: any positive one
+        unfiltered = source.search("scratch note trip", embedder=EMBEDDER).trace
+        assert unfiltered.excluded_by_lane["vector"]["out_of_scope"] == 0
