@@ -5,9 +5,11 @@ own store still working after it; the CLI's ``forget`` and ``forget-scope`` end 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import struct
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +20,10 @@ from memtui.cli import main
 from memtui.sources import SourceError, open_source
 from memtui.sources.base import encode_id
 
-from .conftest import PASSWORD, PASSWORD_USER, database_url
+from .conftest import PASSWORD, PASSWORD_USER, admin, database_url, new_database
 from .support import embed, open_library, sql
 
+COPIES = itertools.count(1)
 SECRET = "Window seat 14A on the Lisbon night train"
 FIRST = "works on the ledger service in Rust"
 ITEMS: list[tuple[tuple[str, ...], str, dict[str, Any]]] = [
@@ -35,16 +38,29 @@ space, where pruning leaves a deleted tuple's bytes), FIRST the oldest (at the p
 end, where pruning moves the live tuples over it)."""
 
 
+@pytest.fixture(scope="module")
+def store_template(pg_server: Any) -> Iterator[str]:
+    """A database holding the store, written once by the real library (HNSW index,
+    vectors of ``text``): each test copies it (``CREATE DATABASE ... TEMPLATE``, a file
+    copy, so every copy has the same pages)."""
+    with new_database(pg_server) as url:
+        with open_library(url) as store:
+            store.setup()
+            for namespace, key, value in ITEMS:
+                store.put(namespace, key, value)
+        yield url.split("?")[0].rsplit("/", 1)[1]
+
+
 @pytest.fixture
-def store_url(pg_server: Any, pg_url: str) -> str:
-    """A LangGraph store written by the real library (HNSW index, vectors of ``text``),
-    named with a password (the role must give it: scram-sha-256)."""
-    with open_library(pg_url) as store:
-        store.setup()
-        for namespace, key, value in ITEMS:
-            store.put(namespace, key, value)
-    database = pg_url.split("?")[0].rsplit("/", 1)[1]
-    return database_url(pg_server, database, f"{PASSWORD_USER}:{PASSWORD}")
+def store_url(pg_server: Any, store_template: str) -> Iterator[str]:
+    """This test's copy of the store, named with a password (the role must give it:
+    scram-sha-256)."""
+    name = f"{store_template}_{next(COPIES)}"
+    admin(pg_server, f'CREATE DATABASE "{name}" TEMPLATE "{store_template}"')
+    try:
+        yield database_url(pg_server, name, f"{PASSWORD_USER}:{PASSWORD}")
+    finally:
+        admin(pg_server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def lg_id(prefix: str, key: str) -> str:
