@@ -52,6 +52,7 @@ from memtui.sources.langgraph_read import (
 )
 from memtui.sources.postgres.catalog import PgDatabase
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, StoreProbe
+from memtui.sources.postgres.langgraph_forget import LangGraphPostgresForget
 from memtui.sources.postgres.source import PostgresSource
 from memtui.sources.postgres.url import like_prefix
 from memtui.sources.postgres.vectors import PgVectors
@@ -67,9 +68,9 @@ def iso(moment: Any) -> str | None:
     return moment.isoformat() if isinstance(moment, datetime) else str(moment)
 
 
-class LangGraphPostgresSource(PostgresSource):
+class LangGraphPostgresSource(LangGraphPostgresForget, PostgresSource):
     """A LangGraph ``PostgresStore``: read in the database, searched with memtui's keyword
-    index and pgvector's distance in SQL."""
+    index and pgvector's distance in SQL; forgotten by ``LangGraphPostgresForget``."""
 
     kind = "langgraph-postgres"
     kind_label = "LangGraph PostgresStore"
