@@ -201,30 +201,59 @@ async def test_q_quits(store: MemoryStore):
     assert app.return_code == 0
 
 
-async def test_the_footer_rebuilds_once_for_the_binding_changes_of_a_frame(
+async def test_the_footer_updates_once_for_the_binding_changes_of_a_frame(
     store: MemoryStore, monkeypatch
 ):
     """Several changes of the bindings in one frame (a search makes four or five) cost
-    one rebuild of the footer's keys, which then shows the latest ones."""
+    one look at the keys; the same keys rebuild nothing, other keys are written into the
+    footer's widgets, and it then shows what a rebuild by Textual shows, wherever focus is."""
+    from memtui.tui.footer import KeysFooter
+
     app = make_app(store, poll_interval=None, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        rebuilt = []
-        recompose = Footer.recompose
+        looked, rebuilt = [], []
+        keys_for, recompose = KeysFooter._keys_for, Footer.recompose
 
-        async def counted(self) -> None:
+        def counted_look(self, screen):
+            looked.append(self)
+            return keys_for(self, screen)
+
+        async def counted_rebuild(self) -> None:
             rebuilt.append(self)
             await recompose(self)
 
-        monkeypatch.setattr(Footer, "recompose", counted)
+        monkeypatch.setattr(KeysFooter, "_keys_for", counted_look)
+        monkeypatch.setattr(Footer, "recompose", counted_rebuild)
         for _ in range(5):
             app.screen.refresh_bindings()
         await settle(pilot)
-        assert len(rebuilt) == 1
+        assert (len(looked), len(rebuilt)) == (1, 0)
         await pilot.press("2")  # the query box takes the focus: its keys replace Browse's
         await settle(pilot)
         footer = screen_text(app).splitlines()[-1]
         assert "Run search" in footer and "Refute" not in footer
+        assert rebuilt == []  # written in place
+        footer_widget = app.query_one(KeysFooter)
+        places = {
+            "query box": (),
+            "results": (*"tactic", "enter"),
+            "filter": ("slash", "tab"),
+            "lanes": ("3",),
+            "audit": ("4",),
+            "records": ("1",),
+            "tree": ("shift+tab",),
+            "detail": ("tab", "tab"),
+            "records again": ("shift+tab",),
+        }
+        for place, keys in places.items():
+            await press_each(pilot, keys)
+            written = screen_text(app).splitlines()[-1]
+            app.screen.query_one(KeysFooter).refresh(recompose=True)  # Textual's rebuild
+            await settle(pilot)
+            assert screen_text(app).splitlines()[-1] == written, place
+        assert len(rebuilt) == len(places)
+        assert app.query_one(KeysFooter) is footer_widget
 
 
 async def test_quitting_as_the_first_page_shows_is_clean(store: MemoryStore, monkeypatch):
