@@ -139,7 +139,6 @@ class KeysFooter(Footer):
             ]
         if added:
             self.mount_all(added, before=palette_widgets[0] if palette_widgets else None)
-        self.styles.grid_size_columns = len(keys)
         return True
 
 
