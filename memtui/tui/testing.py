@@ -76,16 +76,20 @@ def _busy(app: App) -> bool:
 
 
 async def wait_for(
-    pilot: Pilot, condition: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02
+    pilot: Pilot,
+    condition: Callable[[], bool],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    what: str = "the app",
 ) -> None:
     """Let the app run (timers, workers, messages) until ``condition`` holds.
 
-    Fails the test after ``timeout`` seconds: the condition is checked between short
-    pauses, never assumed after a fixed number of them.
+    Fails the test after ``timeout`` seconds (saying it waited for ``what``): the
+    condition is checked between short pauses, never assumed after a fixed number of them.
     """
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, "timed out waiting for the app"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await pilot.pause(interval)
 
 

@@ -18,7 +18,7 @@ from memtui.tui.app import MemtuiApp, make_app
 from memtui.tui.browse import RecordTable, ScopeTree
 from memtui.tui.dialogs import ConfirmRecordAction
 from memtui.tui.help import HelpScreen, key_sections
-from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
+from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle, wait_for
 
 SIZE = (120, 40)
 
@@ -74,7 +74,7 @@ def test_run_app_opens_the_store_and_runs_the_app(sample_path: Path, monkeypatch
 
 
 async def test_help_lists_every_key(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(120, 130)) as pilot:  # the whole help on screen
         await settle(pilot)
         await pilot.press("question_mark")
@@ -137,7 +137,7 @@ def test_help_lists_every_declared_binding():
 
 
 async def test_footer_shows_the_keys_of_the_focused_widget(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         footer = screen_text(app).splitlines()[-1]
@@ -156,7 +156,7 @@ async def test_footer_shows_the_keys_of_the_focused_widget(store: MemoryStore):
 
 
 async def test_command_palette_offers_memtui_commands(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         record = app.query_one(RecordTable).current
@@ -165,8 +165,8 @@ async def test_command_palette_offers_memtui_commands(store: MemoryStore):
         assert isinstance(app.screen, CommandPalette)
         for char in "forget record":
             await pilot.press("space" if char == " " else char)
-        await settle(pilot)
-        await pilot.pause(0.3)
+        # the palette gathers its hits in a task of its own
+        await wait_for(pilot, lambda: f"Forget record #{record.id}" in screen_text(app))
         text = screen_text(app)
         assert f"Forget record #{record.id}" in text
         await pilot.press("enter")
@@ -179,21 +179,21 @@ async def test_command_palette_offers_memtui_commands(store: MemoryStore):
 
 
 async def test_command_palette_switches_tabs(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("ctrl+p")
         await settle(pilot)
         for char in "audit tab":
             await pilot.press("space" if char == " " else char)
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: palette_offers(app, "audit tab"))
         await pilot.press("enter")
         await settle(pilot)
         assert app.active_tab == "audit"
 
 
 async def test_q_quits(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("q")
@@ -268,13 +268,13 @@ async def test_quitting_as_the_first_page_shows_is_clean(store: MemoryStore, mon
 
     monkeypatch.setattr(app, "_first_screen_shown", quit_then_mount_tabs)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.5)
+        await wait_for(pilot, lambda: app.return_code is not None)
     assert app.return_code == 0
 
 
 @pytest.mark.parametrize("tab", ["1", "2", "3", "4"])
 async def test_readable_at_80_by_24(store: MemoryStore, tab: str):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press(tab)
@@ -295,7 +295,7 @@ def table_columns(app) -> list[str]:
 
 
 async def test_wide_terminal_shows_every_column(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(200, 50)) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
@@ -316,7 +316,7 @@ async def test_screen_text_reads_what_the_public_screenshot_shows(store: MemoryS
     """``screen_text`` reads Textual's private compositor (no public call returns the
     screen as text); the public ``export_screenshot`` draws the same characters, so a
     Textual that changes the private call fails here, by name."""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         for keys in ((), ("2",), ("question_mark",)):
@@ -330,7 +330,7 @@ async def test_screen_text_reads_what_the_public_screenshot_shows(store: MemoryS
 async def test_at_120_columns_a_scope_without_tactics_shows_its_dates(store: MemoryStore):
     """Notes and findings have no grade or successes/attempts: those columns give their
     room to created and expires; a scope of tactics shows its grade and s/a."""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert app.query_one(RecordTable).current.record_type != "tactic"
@@ -388,7 +388,7 @@ async def test_hidden_tabs_mount_after_browses_first_page(
 
 async def test_the_source_banner_reflows_on_resize(store: MemoryStore):
     """Laid out for the width at start; a narrower terminal gets it again, note by note."""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
 
@@ -438,7 +438,7 @@ async def test_a_logical_time_store_shows_its_own_now(tmp_path: Path, now, shown
 async def test_counts_have_thousands_separators(store: MemoryStore):
     from memtui.tui.browse import ScopeNode
 
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.update_summary({"working": (47_000, 1_234), "episodic": (226, 0)})
@@ -662,21 +662,25 @@ async def test_the_palette_names_every_key_the_footer_shows_where_focus_is(
         assert {"[", "]", "=", "f", "t", "v", "/", "q"} <= shown
 
 
+def palette_offers(app: MemtuiApp, words: str) -> bool:
+    """The open palette's best hit names ``words`` (it gathers its hits in a task of its own)."""
+    from textual.command import CommandList
+
+    hits = app.screen.query_one(CommandList)
+    return bool(hits.option_count) and words in str(hits.get_option_at_index(0).prompt).lower()
+
+
 async def run_palette_command(app: MemtuiApp, pilot, words: str) -> None:
     """Open the palette, type ``words`` and run the best hit once it names them."""
-    from textual.command import CommandInput, CommandList
+    from textual.command import CommandInput
 
     await press_each(pilot, ("ctrl+p",))
     assert isinstance(app.screen, CommandPalette)
     # The words go in at once (typing into the palette: the tests further up).
     app.screen.query_one(CommandInput).value = words
-    hits = app.screen.query_one(CommandList)
-    for _ in range(200):  # the palette gathers its hits in a task of its own
-        if hits.option_count and words in str(hits.get_option_at_index(0).prompt).lower():
-            break
-        await pilot.pause(0.02)
-    else:
-        raise AssertionError(f"the palette has no command named {words!r}")
+    await wait_for(
+        pilot, lambda: palette_offers(app, words), what=f"a palette command named {words!r}"
+    )
     await press_each(pilot, ("enter",))
 
 
