@@ -5,6 +5,7 @@ Not imported by the app itself.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import HashEmbedder
@@ -42,16 +44,24 @@ async def settle(pilot: Pilot, rounds: int = 8) -> None:
 
     One pause when the app is already idle: after each pause (which handles the
     messages queued so far and brings the screen up to date) the app is settled once no
-    worker runs and no node of the app has a message or callback waiting or being
-    handled. Otherwise wait for the running workers and pause again, ``rounds`` times
-    at most (an app that polls starts a worker every second).
-    """
+    worker runs, no node is mounting and none has a message or callback waiting.
+    Otherwise wait for the running workers and pause again, ``rounds`` times at most
+    (an app that polls starts a worker every second)."""
     app = pilot.app
     for _ in range(rounds):
-        await app.workers.wait_for_complete()
+        await _workers_done(app)
         await pilot.pause()
         if not _busy(app):
             return
+
+
+async def _workers_done(app: App) -> None:
+    """Wait for the app's running workers; one that is cancelled (an exclusive worker
+    that a newer one replaced) is done too. A worker that failed fails the test."""
+    for worker in list(app.workers):
+        if worker.is_running:
+            with contextlib.suppress(WorkerCancelled):
+                await worker.wait()
 
 
 def _busy(app: App) -> bool:

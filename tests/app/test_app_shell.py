@@ -272,22 +272,23 @@ async def test_quitting_as_the_first_page_shows_is_clean(store: MemoryStore, mon
     assert app.return_code == 0
 
 
-@pytest.mark.parametrize("tab", ["1", "2", "3", "4"])
-async def test_readable_at_80_by_24(store: MemoryStore, tab: str):
+async def test_readable_at_80_by_24(store: MemoryStore):
+    """Each tab, in turn, in one app."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press(tab)
-        await settle(pilot)
-        text = screen_text(app)
-        lines = text.splitlines()
-        assert len(lines) == 24
-        assert all(len(line) <= 80 for line in lines)
-        assert "palette" in lines[-1]  # the footer is on screen
-        if tab == "1":
-            table = app.query_one(RecordTable)
-            first = table.records[0]
-            assert first.content[:10] in text
+        for tab in "1234":
+            await pilot.press(tab)
+            await settle(pilot)
+            text = screen_text(app)
+            lines = text.splitlines()
+            assert len(lines) == 24, tab
+            assert all(len(line) <= 80 for line in lines), tab
+            assert "palette" in lines[-1], tab  # the footer is on screen
+            if tab == "1":
+                table = app.query_one(RecordTable)
+                first = table.records[0]
+                assert first.content[:10] in text
 
 
 def table_columns(app) -> list[str]:
@@ -513,20 +514,20 @@ async def type_quote_into_the_query_box(app: MemtuiApp, pilot, came_from: str) -
     box.value = ""
 
 
-@pytest.mark.parametrize("before", list(STARTING_FOCUS.values()), ids=list(STARTING_FOCUS))
-async def test_2_and_slash_put_focus_in_the_query_box_from_every_focus(
-    sample_copy: MemoryStore, before: tuple[str, ...]
-):
+async def test_2_and_slash_put_focus_in_the_query_box_from_every_focus(sample_copy: MemoryStore):
     """Before any search, 2 and / reach the query box wherever focus was (a scrolled
-    detail pane, a Lanes select, a closed dialog): typing a query never quits the app."""
+    detail pane, a Lanes select, a closed dialog): typing a query never quits the app.
+    Every place in one app: escape and 1 bring focus back to Browse's first focus."""
     app = make_app(sample_copy, poll_interval=None, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await press_each(pilot, (*before, "2"))
-        await type_quote_into_the_query_box(app, pilot, f"2 after {before}")
-        await press_each(pilot, ("escape", "1"))  # back to Browse's first focus
-        await press_each(pilot, (*before, "slash"))
-        await type_quote_into_the_query_box(app, pilot, f"slash after {before}")
+        for place, before in STARTING_FOCUS.items():
+            await press_each(pilot, (*before, "2"))
+            await type_quote_into_the_query_box(app, pilot, f"2 after {place} {before}")
+            await press_each(pilot, ("escape", "1"))  # back to Browse's first focus
+            await press_each(pilot, (*before, "slash"))
+            await type_quote_into_the_query_box(app, pilot, f"slash after {place} {before}")
+            await press_each(pilot, ("escape", "1"))
 
 
 async def test_with_results_2_focuses_them_and_slash_the_query_box(sample_copy: MemoryStore):
