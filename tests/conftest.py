@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import textual.constants
 from click.testing import CliRunner
 from hypothesis import settings
 
@@ -16,6 +18,12 @@ from memtui.core.store import MemoryStore
 # Property tests draw the same examples on every run, so a red run reproduces.
 settings.register_profile("memtui", derandomize=True, deadline=None)
 settings.load_profile("memtui")
+
+# No test looks at an animation, and under Pilot each one (a page-down's scroll, a tab's
+# underline) is waited out frame by frame. Textual reads the variable when it is first
+# imported, which a plugin may have done already: the constant too, for the apps made here.
+os.environ["TEXTUAL_ANIMATIONS"] = "none"
+textual.constants.TEXTUAL_ANIMATIONS = "none"  # type: ignore[misc]
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = ROOT / "sample_corpus" / "memory-corpus.json"

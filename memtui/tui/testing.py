@@ -5,6 +5,7 @@ Not imported by the app itself.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from textual.app import App
 from textual.pilot import Pilot
+from textual.worker import WorkerCancelled
 
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import HashEmbedder
@@ -38,29 +40,66 @@ def build_sample_db(
 
 
 async def settle(pilot: Pilot, rounds: int = 8) -> None:
-    """Wait until no worker is running and every message they posted is handled."""
+    """Wait until no worker is running and every message they posted is handled.
+
+    One pause when the app is already idle: after each pause (which handles the
+    messages queued so far and brings the screen up to date) the app is settled once no
+    worker runs, no node is mounting and none has a message or callback waiting.
+    Otherwise wait for the running workers and pause again, ``rounds`` times at most
+    (an app that polls starts a worker every second)."""
     app = pilot.app
     for _ in range(rounds):
+        await _workers_done(app)
         await pilot.pause()
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        if not any(worker.is_running for worker in app.workers):
-            await pilot.pause()
-            if not any(worker.is_running for worker in app.workers):
-                return
+        if not _busy(app):
+            return
+
+
+async def _workers_done(app: App) -> None:
+    """Wait for the app's running workers; one that is cancelled (an exclusive worker
+    that a newer one replaced) is done too. A worker that failed fails the test."""
+    for worker in list(app.workers):
+        if worker.is_running:
+            with contextlib.suppress(WorkerCancelled):
+                await worker.wait()
+
+
+def _busy(app: App) -> bool:
+    """A worker runs, a node is still mounting or has a message or callback waiting.
+
+    Reads Textual's private queues (no public call says whether an app is idle); the
+    version is pinned in pyproject.toml, and a Textual that renames them fails every
+    Pilot test at its first ``settle``.
+    """
+    if any(worker.is_running for worker in app.workers):
+        return True
+    screens = app._screen_stack
+    if any(screen._callbacks for screen in screens):
+        return True
+    for node in {app, *screens, *app._registry}:
+        queue = node.__dict__.get("_message_queue")  # made with a node's first message
+        if queue is not None and queue.qsize() or node._next_callbacks:
+            return True
+        if not node._mounted_event.is_set():
+            return True
+    return False
 
 
 async def wait_for(
-    pilot: Pilot, condition: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02
+    pilot: Pilot,
+    condition: Callable[[], bool],
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    what: str = "the app",
 ) -> None:
     """Let the app run (timers, workers, messages) until ``condition`` holds.
 
-    Fails the test after ``timeout`` seconds: the condition is checked between short
-    pauses, never assumed after a fixed number of them.
+    Fails the test after ``timeout`` seconds (saying it waited for ``what``): the
+    condition is checked between short pauses, never assumed after a fixed number of them.
     """
     deadline = time.monotonic() + timeout
     while not condition():
-        assert time.monotonic() < deadline, "timed out waiting for the app"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await pilot.pause(interval)
 
 

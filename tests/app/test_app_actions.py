@@ -66,7 +66,7 @@ async def type_text(pilot, text: str) -> None:
 
 async def test_forget_dialog_focus_order_and_cancel_changes_nothing(store: MemoryStore):
     before = audit_ids(store)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         record = app.query_one(RecordTable).current
@@ -99,7 +99,7 @@ async def test_forget_dialog_focus_order_and_cancel_changes_nothing(store: Memor
 @pytest.mark.parametrize("where", ["reason", "cancel", "confirm"])
 async def test_escape_cancels_from_anywhere_in_the_dialog(store: MemoryStore, where: str):
     before = audit_ids(store)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         record = app.query_one(RecordTable).current
@@ -117,7 +117,7 @@ async def test_escape_cancels_from_anywhere_in_the_dialog(store: MemoryStore, wh
 
 async def test_empty_reason_is_refused(store: MemoryStore):
     before = audit_ids(store)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         record = app.query_one(RecordTable).current
@@ -136,7 +136,7 @@ async def test_empty_reason_is_refused(store: MemoryStore):
 async def test_confirm_forget_removes_record_audits_once_and_refreshes(store: MemoryStore):
     before = audit_ids(store)
     live_before = store.tier_counts()["working"]
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.query_one(RecordTable)
@@ -174,7 +174,7 @@ async def test_confirm_forget_removes_record_audits_once_and_refreshes(store: Me
 
 async def test_confirm_by_clicking_the_action_button(store: MemoryStore):
     before = audit_ids(store)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         record = app.query_one(RecordTable).current
@@ -188,7 +188,7 @@ async def test_confirm_by_clicking_the_action_button(store: MemoryStore):
 
 
 async def test_forget_from_search_results_reruns_the_search(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("slash")
@@ -215,7 +215,7 @@ async def test_forget_from_search_results_reruns_the_search(store: MemoryStore):
 
 async def test_refute_a_tactic(store: MemoryStore):
     before = audit_ids(store)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await select_scope(pilot, "tier", "longterm", "longterm")
@@ -243,7 +243,7 @@ async def test_refute_a_tactic(store: MemoryStore):
 
 async def test_refute_cancel_changes_nothing(store: MemoryStore):
     before = audit_ids(store)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await select_scope(pilot, "tier", "longterm", "longterm")
@@ -268,7 +268,7 @@ def palette(app) -> list[str]:
 async def test_r_applies_only_to_a_live_tactic(store: MemoryStore):
     """Footer, key and palette: no refute on a note, a finding or a refuted tactic."""
     before = audit_ids(store)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.query_one(RecordTable)
@@ -324,7 +324,7 @@ async def test_forget_engagement_needs_the_exact_name(store: MemoryStore):
     before = audit_ids(store)
     radius = store.blast_radius(engagement="vandelay-soap")
     total = sum(n for types in radius.values() for n in types.values())
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
@@ -381,7 +381,7 @@ async def test_forget_engagement_says_when_erasure_is_not_verified(
 
     monkeypatch.setattr(index_db, "CHECKPOINT_RETRIES", 2)
     monkeypatch.setattr(index_db, "CHECKPOINT_RETRY_DELAY", 0.001)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await open_forget_engagement(pilot, "episodic", "vandelay-soap")
@@ -409,7 +409,7 @@ async def test_forget_engagement_says_when_erasure_is_not_verified(
 async def test_forget_engagement_cancel_changes_nothing(store: MemoryStore):
     before = audit_ids(store)
     radius = store.blast_radius(engagement="globex-retest")
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await open_forget_engagement(pilot, "working", "globex-retest")
@@ -428,7 +428,7 @@ async def test_forget_engagement_is_offered_only_on_engagement_nodes(store: Memo
     engagement (it did nothing there); on an engagement it is offered and opens the dialog."""
     profile = next(iter(store.scope_counts("longterm")["profile_hash"]))
     before = audit_ids(store)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
@@ -470,7 +470,7 @@ async def test_masked_field_is_revealed_only_through_the_audited_dialog(tmp_path
             content="logged in as the test user",
             metadata={"session_cookie": "sid=S3CR3T", "note": "kept"},
         )
-        app = make_app(store)
+        app = make_app(store, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
 
@@ -510,7 +510,7 @@ async def test_masked_field_is_revealed_only_through_the_audited_dialog(tmp_path
 async def test_read_only_shows_badge_and_refuses_actions(sample_path: Path):
     with MemoryStore(sample_path, read_only=True, clock=fixed_clock) as store:
         before = audit_ids(store)
-        app = make_app(store)
+        app = make_app(store, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             assert "READ-ONLY" in screen_text(app)
@@ -549,7 +549,7 @@ async def test_a_database_that_stays_busy_gives_up_clearly_and_keeps_the_reason(
         raise MemoryStoreError("the database is busy (another process is writing); try again")
 
     monkeypatch.setattr(store, "forget", busy)
-    app = make_app(store, busy_retries=2, retry_delay=0.01)
+    app = make_app(store, busy_retries=2, retry_delay=0.01, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         record = app.query_one(RecordTable).current
@@ -579,7 +579,7 @@ async def test_other_store_errors_during_an_action_are_shown(store: MemoryStore,
         raise MemoryStoreError("no record with id 99\x1b[2J")
 
     monkeypatch.setattr(store, "forget", broken)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("f")
@@ -602,7 +602,7 @@ async def test_v_reveals_on_the_table_and_the_detail_and_verifies_on_the_audit_t
             content="captured an API key",
             metadata={"api_key": "AKIA-S3CR3T"},
         )
-        app = make_app(store)
+        app = make_app(store, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             assert "v Reveal" in screen_text(app).splitlines()[-1]
@@ -633,7 +633,7 @@ async def test_v_reveals_on_the_table_and_the_detail_and_verifies_on_the_audit_t
 async def test_a_short_terminal_dialog_still_shows_its_text_box(store: MemoryStore):
     """At 80x24 the dialog's inputs lose their border (one line each), but keep a field
     colour and a bar on the left, so they do not read as plain text."""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         await pilot.press("f")

@@ -33,7 +33,7 @@ def store(sample_path: Path):
 
 
 async def test_startup_selects_first_non_empty_tier_with_focus_in_table(store: MemoryStore):
-    app = make_app(store, db_label="sample.db")
+    app = make_app(store, db_label="sample.db", check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.query_one(RecordTable)
@@ -53,7 +53,7 @@ async def test_startup_selects_first_non_empty_tier_with_focus_in_table(store: M
 async def test_first_non_empty_tier_skips_empty_ones(tmp_path: Path):
     with MemoryStore(tmp_path / "k.db", clock=fixed_clock) as store:
         store.add_record(tier="knowledge", record_type="reference", content="only knowledge")
-        app = make_app(store)
+        app = make_app(store, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             table = app.query_one(RecordTable)
@@ -63,7 +63,7 @@ async def test_first_non_empty_tier_skips_empty_ones(tmp_path: Path):
 
 async def test_empty_database_opens(tmp_path: Path):
     with MemoryStore(tmp_path / "empty.db", clock=fixed_clock) as store:
-        app = make_app(store)
+        app = make_app(store, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             assert app.query_one(RecordTable).records == []
@@ -71,7 +71,7 @@ async def test_empty_database_opens(tmp_path: Path):
 
 
 async def test_tabs_switch_with_digits_and_move_focus(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tabs = app.query_one(TabbedContent)
@@ -100,7 +100,7 @@ async def test_tabs_switch_with_digits_and_move_focus(store: MemoryStore):
 
 
 async def test_slash_from_any_tab_focuses_query(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         for tab in ("1", "3", "4"):
@@ -114,7 +114,7 @@ async def test_slash_from_any_tab_focuses_query(store: MemoryStore):
 
 
 async def test_tree_selection_changes_table(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
@@ -144,7 +144,7 @@ async def test_tree_selection_changes_table(store: MemoryStore):
 
 
 async def test_detail_shows_every_field_and_state(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
@@ -173,7 +173,7 @@ async def test_t_toggles_refuted_and_expired_records(store: MemoryStore):
         if r.refuted or r.is_expired(fixed_clock())
     ]
     assert hidden, "the sample corpus has a refuted or expired tactic"
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
@@ -208,7 +208,7 @@ async def show_tier(pilot, tier: str) -> RecordTable:
 
 
 async def test_t_keeps_the_highlighted_record(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = await show_tier(pilot, "longterm")
@@ -225,7 +225,7 @@ async def test_t_keeps_the_highlighted_record(store: MemoryStore):
 async def test_table_pages_from_the_source(store: MemoryStore, monkeypatch):
     monkeypatch.setattr(record_table, "PAGE_SIZE", 5)
     monkeypatch.setattr(record_table, "PAGE_MARGIN", 2)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     calls: list[dict] = []
     original = app.source.page
 
@@ -262,7 +262,7 @@ async def test_hostile_text_is_inert(tmp_path: Path):
             engagement="[link=x]eng[/link]",
             metadata={"k": "[b]v[/b]\x07"},
         )
-        app = make_app(store)
+        app = make_app(store, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             text = screen_text(app)
@@ -317,7 +317,7 @@ async def test_a_refresh_rereads_in_bounded_pages(store: MemoryStore, monkeypatc
     monkeypatch.setattr(record_table, "PAGE_SIZE", 5)
     monkeypatch.setattr(record_table, "PAGE_MARGIN", 2)
     monkeypatch.setattr(record_table, "MAX_PAGE_SIZE", 3)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     calls: list[dict] = []
     original = app.source.page
 
@@ -348,7 +348,7 @@ async def test_a_refresh_rereads_in_bounded_pages(store: MemoryStore, monkeypatc
 
 
 async def test_detail_appends_the_source_notes_and_sections(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
@@ -389,7 +389,7 @@ async def test_a_late_detail_for_another_record_is_dropped(sample_path: Path):
 
     with MemoryStore(sample_path, clock=fixed_clock) as opened:
         source = Gated(opened)
-        app = make_app(source)
+        app = make_app(source, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             table = app.query_one(RecordTable)
@@ -420,7 +420,7 @@ async def test_a_late_detail_for_another_record_is_dropped(sample_path: Path):
 
 async def test_the_tree_lists_the_largest_values_then_a_more_leaf(store: MemoryStore, monkeypatch):
     monkeypatch.setattr(scope_tree, "TREE_VALUES", 2)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
@@ -444,7 +444,7 @@ async def test_the_tree_lists_the_largest_values_then_a_more_leaf(store: MemoryS
 
 
 async def test_actions_show_only_where_the_source_offers_them(store: MemoryStore, monkeypatch):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.query_one(RecordTable)
@@ -495,7 +495,7 @@ def open_fixture(name: str, folder: Path, now=None):
 async def test_a_langgraph_store_browses_by_namespace(tmp_path: Path):
     source = open_fixture("langgraph", tmp_path / "store", now="2026-11-30T12:00:30Z")
     try:
-        app = make_app(source)
+        app = make_app(source, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             tree = app.query_one(ScopeTree)
@@ -546,7 +546,7 @@ async def test_a_langgraph_store_browses_by_namespace(tmp_path: Path):
 async def test_a_letta_store_names_its_keys_and_dims_deleted_records(tmp_path: Path):
     source = open_fixture("letta", tmp_path / "store")
     try:
-        app = make_app(source)
+        app = make_app(source, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             tree = app.query_one(ScopeTree)
@@ -645,7 +645,7 @@ async def test_the_scope_counts_wait_for_the_first_page(store: MemoryStore, monk
 
 async def test_a_tool_name_longer_than_its_column_shows_its_cut(store: MemoryStore):
     """xxeinjector in an 8-cell column: cut with an ellipsis, never silently."""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = await show_tier(pilot, "longterm")

@@ -84,7 +84,7 @@ def detail_text(app) -> str:
 
 
 async def test_browse_table_detail_and_tree_are_inert(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         text = inert(app, "browse")
@@ -120,7 +120,7 @@ async def test_browse_table_detail_and_tree_are_inert(store: MemoryStore):
 async def test_a_megabyte_record_is_capped_in_the_detail_and_stays_responsive(
     store: MemoryStore,
 ):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("down")  # the 1 MB record
@@ -153,7 +153,7 @@ async def test_a_megabyte_record_is_capped_in_the_detail_and_stays_responsive(
 async def test_m_shows_all_of_a_megabyte_record_and_its_end(store: MemoryStore):
     """The detail pane stops at 100,000 characters; m shows the whole content, its end
     included, without holding the screen, and escape goes back."""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.query_one(RecordTable)
@@ -195,7 +195,7 @@ async def test_m_shows_all_of_a_megabyte_record_and_its_end(store: MemoryStore):
 
 
 async def test_the_full_text_shows_control_characters_as_escapes(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         record = app.query_one(RecordTable).current
@@ -231,7 +231,7 @@ async def test_the_source_notes_and_detail_sections_are_inert(store: MemoryStore
                 DetailSection(title="json", columns=("json",), rows=[(f"{{\n  {MARKUP}\n}}",)]),
             ]
 
-    app = make_app(HostileSource(store))
+    app = make_app(HostileSource(store), check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         detail = app.query_one(RecordDetail)
@@ -251,7 +251,7 @@ async def test_the_source_notes_and_detail_sections_are_inert(store: MemoryStore
 
 
 async def test_search_results_and_breakdown_are_inert(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("slash")
@@ -273,7 +273,7 @@ async def test_search_results_and_breakdown_are_inert(store: MemoryStore):
 
 
 async def test_dialogs_are_inert(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("f")
@@ -320,7 +320,7 @@ async def test_dialogs_are_inert(store: MemoryStore):
 
 
 async def test_lanes_and_audit_are_inert(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("3")
@@ -340,7 +340,7 @@ async def test_lanes_and_audit_are_inert(store: MemoryStore):
 async def test_notifications_and_the_header_are_inert(tmp_path: Path):
     path = build_hostile_db(tmp_path / "evil\x1b]0;pwned\x07[b]x.db")
     with MemoryStore(path, clock=fixed_clock, operator="tester") as store:
-        app = make_app(store)
+        app = make_app(store, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             header = inert(app, "header").splitlines()[0]

@@ -42,7 +42,7 @@ def store(sample_path: Path):
 
 
 async def test_lanes_show_priors_tactics_negative_evidence_and_history(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("3")
@@ -92,7 +92,7 @@ async def lanes_of_engagement(app, pilot, engagement: str) -> LanesPane:
 
 
 async def test_lanes_follow_the_engagement_choice(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         pane = await lanes_of_engagement(app, pilot, "globex-retest")
         assert pane.data["history"] == host_history(store, "globex-retest")
@@ -106,7 +106,7 @@ async def test_a_long_host_history_shows_its_first_findings_and_counts_the_rest(
     monkeypatch.setattr(LanesPane, "HISTORY_ROWS", 2)
     every = host_history(store, "acme-2026-q4")
     assert len(every) > 2
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         pane = await lanes_of_engagement(app, pilot, "acme-2026-q4")
         assert pane.data["history"] == every[:2]
@@ -118,7 +118,7 @@ async def test_a_long_host_history_shows_its_first_findings_and_counts_the_rest(
 
 
 async def test_lanes_profile_select_works_from_the_keyboard(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("3")
@@ -134,7 +134,7 @@ async def test_lanes_profile_select_works_from_the_keyboard(store: MemoryStore):
 
 async def test_audit_shows_the_log_newest_first_and_the_chain_state(store: MemoryStore):
     store.refute(1, reason="payload patched")
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("4")
@@ -163,7 +163,7 @@ async def test_audit_shows_the_first_broken_link(sample_path: Path):
     with MemoryStore(sample_path, clock=fixed_clock, read_only=True) as store:
         broken = store.verify_audit()
         assert broken is not None
-        app = make_app(store)
+        app = make_app(store, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             await pilot.press("4")
@@ -323,7 +323,7 @@ async def test_audit_on_a_foreign_store_without_interrupted_forgets_has_no_such_
 
 async def test_a_memtui_database_keeps_its_audit_columns(store: MemoryStore):
     store.refute(1, reason="payload patched")
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("4")

@@ -249,7 +249,7 @@ def corpus_queries() -> list[str]:
 
 
 async def test_query_enter_runs_search_and_focuses_results(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, QUERY)
@@ -269,7 +269,7 @@ async def test_query_enter_runs_search_and_focuses_results(store: MemoryStore):
 
 
 async def test_escape_leaves_the_query_box_so_the_digits_switch_tabs(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("slash")
@@ -299,7 +299,7 @@ async def test_escape_leaves_the_query_box_so_the_digits_switch_tabs(store: Memo
 
 
 async def test_slash_in_the_query_box_selects_the_query_instead_of_typing(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("2")  # the Search tab focuses the query box
@@ -315,7 +315,7 @@ async def test_slash_in_the_query_box_selects_the_query_instead_of_typing(store:
 
 
 async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, QUERY)
@@ -368,7 +368,7 @@ async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
 
 
 async def test_vector_only_result_says_keyword_scores_zero(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, "sqlmap")
@@ -407,7 +407,7 @@ async def test_a_record_the_keyword_lane_left_out_says_why(tmp_path: Path):
         target = store.add_record(
             tier="knowledge", record_type="note", content=f"zebra beacon {filler}"
         )
-        app = make_app(store, embedder=embedder)
+        app = make_app(store, embedder=embedder, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             pane = app.query_one(SearchPane)
@@ -436,7 +436,7 @@ async def test_a_record_the_keyword_lane_left_out_says_why(tmp_path: Path):
 
 
 async def test_what_if_weights_rerank_and_show_rank_changes(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, QUERY)
@@ -471,7 +471,7 @@ async def test_what_if_weights_rerank_and_show_rank_changes(store: MemoryStore):
 
 
 async def test_weights_stop_at_the_ends(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, QUERY)
@@ -484,7 +484,7 @@ async def test_weights_stop_at_the_ends(store: MemoryStore):
 
 
 async def test_scope_filter_restricts_results(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, QUERY)
@@ -499,7 +499,7 @@ async def test_scope_filter_restricts_results(store: MemoryStore):
 
 
 async def test_native_scope_selects_keep_their_ids_and_values(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("slash")
@@ -524,7 +524,7 @@ async def test_native_scope_selects_keep_their_ids_and_values(store: MemoryStore
 
 
 async def test_a_new_scope_shows_up_in_the_filters_and_marks_results_stale(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, QUERY)
@@ -552,7 +552,7 @@ async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatc
     # per core) reads the screen before it is due.
     monkeypatch.setattr(search_view, "LOADING_AFTER_SECONDS", 1.0)
     release = threading.Event()
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     real = app.source.search
 
     def slow(*args, **kwargs):
@@ -579,7 +579,7 @@ async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatc
 
 async def test_a_quick_search_never_shows_the_loading_indicator(store: MemoryStore):
     shown: list[bool] = []
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         results = app.query_one(ResultList)
@@ -610,7 +610,7 @@ async def test_escape_stops_a_running_search(store: MemoryStore, monkeypatch):
     release = threading.Event()
     real_lane = search_engine.keyword_lane
     monkeypatch.setattr(search_engine, "keyword_lane", lane_that_waits_for_cancel(seen, release))
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await start_query(pilot, QUERY)
@@ -647,7 +647,7 @@ async def test_a_new_search_cancels_the_one_still_running(store: MemoryStore, mo
         return real_lane(store, match, *args, **kwargs)
 
     monkeypatch.setattr(search_engine, "keyword_lane", first_slow)
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await start_query(pilot, "never finishes")
@@ -669,7 +669,7 @@ async def test_the_first_vector_search_shows_the_vector_cache_build(store, monke
     monkeypatch.setattr(search_view, "QUIET_BUILD_SECONDS", 0.0)  # as if it took long
     held = HeldProgress()
     seen, paused, release = held.seen, held.paused, held.release
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     real = app.source.search
 
     def search(request, **options):
@@ -700,7 +700,7 @@ async def test_search_errors_are_shown(store: MemoryStore, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("the index is on fire")
 
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     monkeypatch.setattr(app.source, "search", broken)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -711,7 +711,7 @@ async def test_search_errors_are_shown(store: MemoryStore, monkeypatch):
 
 
 async def test_empty_query_after_sanitizing_says_why(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, "()")
@@ -722,7 +722,7 @@ async def test_empty_query_after_sanitizing_says_why(store: MemoryStore):
 async def test_refute_and_forget_on_a_result_ask_the_app_with_its_string_id(
     store: MemoryStore, monkeypatch
 ):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     asked: list[tuple[str, object]] = []
     monkeypatch.setattr(app, "request_refute", lambda rid=None: asked.append(("refute", rid)))
     monkeypatch.setattr(app, "request_forget", lambda rid=None: asked.append(("forget", rid)))
@@ -782,7 +782,7 @@ async def test_breakdowns_on_screen_redo_at_every_weight(store: MemoryStore):
     keyword end, each breakdown as the list renders it redone from its digits. (The
     arithmetic at every weight is the renderer's, tested on its own above: this proves
     the keys reach it.)"""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         pane = app.query_one(SearchPane)
@@ -831,7 +831,7 @@ async def test_foreign_source_builds_its_index_with_progress_then_results_add_up
         return real_build(held.wrap(progress))
 
     monkeypatch.setattr(langgraph, "build_index", build)
-    app = make_app(langgraph)
+    app = make_app(langgraph, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await start_query(pilot, "paris trip")
@@ -888,7 +888,7 @@ async def test_escape_during_a_foreign_index_build_says_the_build_goes_on(langgr
     monkeypatch.setattr(
         langgraph, "build_index", lambda progress=None: real_build(held.wrap(progress))
     )
-    app = make_app(langgraph)
+    app = make_app(langgraph, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await start_query(pilot, "paris trip")
@@ -916,7 +916,7 @@ async def test_escape_during_a_foreign_index_build_says_the_build_goes_on(langgr
 async def test_foreign_vectors_without_an_embedder_fall_back_with_the_reason(tmp_path):
     source = open_source(copy_fixture(LANGGRAPH_VECTORS, tmp_path / "lgv"), now=LG_NOW)
     try:
-        app = make_app(source)
+        app = make_app(source, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             await run_query(pilot, "paris trip")
@@ -935,7 +935,7 @@ async def test_foreign_vectors_without_an_embedder_fall_back_with_the_reason(tmp
 
 
 async def test_foreign_filters_come_from_the_sources_scope_keys_and_data(langgraph):
-    app = make_app(langgraph)
+    app = make_app(langgraph, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("slash")
@@ -978,7 +978,7 @@ async def test_foreign_filters_come_from_the_sources_scope_keys_and_data(langgra
 
 
 async def test_foreign_results_offer_only_what_the_source_can_do(langgraph, monkeypatch):
-    app = make_app(langgraph)
+    app = make_app(langgraph, check_on_start=False)
     asked: list[object] = []
     monkeypatch.setattr(app, "request_refute", lambda rid=None: asked.append(rid))
     async with app.run_test(size=SIZE) as pilot:
@@ -1012,7 +1012,7 @@ async def test_the_status_line_fits_and_says_what_it_left_out(store, width):
     )
     store.refute(tactic, reason="wrong", operator="tester")
     store.add_record(tier="knowledge", record_type="note", content="zebrafish notes")
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(width, 40)) as pilot:
         await settle(pilot)
         pane = app.query_one(SearchPane)
@@ -1081,7 +1081,7 @@ async def test_the_tier_column_fits_the_sources_longest_tier_name(tmp_path: Path
 
 
 async def test_profile_filter_is_wide_enough_to_tell_fingerprints_apart(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("2")
@@ -1101,7 +1101,7 @@ async def test_profile_filter_is_wide_enough_to_tell_fingerprints_apart(store: M
 
 async def test_the_end_of_the_weight_range_says_so_once(store: MemoryStore):
     """A held ] at the end of the range does not stack identical toasts."""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, QUERY)
@@ -1117,7 +1117,7 @@ async def test_plus_shows_more_results_and_a_new_query_starts_at_the_first_page(
 ):
     from memtui.tui.search_view import RESULT_LIMIT
 
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await run_query(pilot, "items api injection")

@@ -18,7 +18,7 @@ from memtui.tui.app import MemtuiApp, make_app
 from memtui.tui.browse import RecordTable, ScopeTree
 from memtui.tui.dialogs import ConfirmRecordAction
 from memtui.tui.help import HelpScreen, key_sections
-from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
+from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle, wait_for
 
 SIZE = (120, 40)
 
@@ -74,7 +74,7 @@ def test_run_app_opens_the_store_and_runs_the_app(sample_path: Path, monkeypatch
 
 
 async def test_help_lists_every_key(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(120, 130)) as pilot:  # the whole help on screen
         await settle(pilot)
         await pilot.press("question_mark")
@@ -137,7 +137,7 @@ def test_help_lists_every_declared_binding():
 
 
 async def test_footer_shows_the_keys_of_the_focused_widget(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         footer = screen_text(app).splitlines()[-1]
@@ -156,7 +156,7 @@ async def test_footer_shows_the_keys_of_the_focused_widget(store: MemoryStore):
 
 
 async def test_command_palette_offers_memtui_commands(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         record = app.query_one(RecordTable).current
@@ -165,8 +165,8 @@ async def test_command_palette_offers_memtui_commands(store: MemoryStore):
         assert isinstance(app.screen, CommandPalette)
         for char in "forget record":
             await pilot.press("space" if char == " " else char)
-        await settle(pilot)
-        await pilot.pause(0.3)
+        # the palette gathers its hits in a task of its own
+        await wait_for(pilot, lambda: f"Forget record #{record.id}" in screen_text(app))
         text = screen_text(app)
         assert f"Forget record #{record.id}" in text
         await pilot.press("enter")
@@ -179,21 +179,21 @@ async def test_command_palette_offers_memtui_commands(store: MemoryStore):
 
 
 async def test_command_palette_switches_tabs(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("ctrl+p")
         await settle(pilot)
         for char in "audit tab":
             await pilot.press("space" if char == " " else char)
-        await pilot.pause(0.3)
+        await wait_for(pilot, lambda: palette_offers(app, "audit tab"))
         await pilot.press("enter")
         await settle(pilot)
         assert app.active_tab == "audit"
 
 
 async def test_q_quits(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("q")
@@ -201,30 +201,59 @@ async def test_q_quits(store: MemoryStore):
     assert app.return_code == 0
 
 
-async def test_the_footer_rebuilds_once_for_the_binding_changes_of_a_frame(
+async def test_the_footer_updates_once_for_the_binding_changes_of_a_frame(
     store: MemoryStore, monkeypatch
 ):
     """Several changes of the bindings in one frame (a search makes four or five) cost
-    one rebuild of the footer's keys, which then shows the latest ones."""
+    one look at the keys; the same keys rebuild nothing, other keys are written into the
+    footer's widgets, and it then shows what a rebuild by Textual shows, wherever focus is."""
+    from memtui.tui.footer import KeysFooter
+
     app = make_app(store, poll_interval=None, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        rebuilt = []
-        recompose = Footer.recompose
+        looked, rebuilt = [], []
+        keys_for, recompose = KeysFooter._keys_for, Footer.recompose
 
-        async def counted(self) -> None:
+        def counted_look(self, screen):
+            looked.append(self)
+            return keys_for(self, screen)
+
+        async def counted_rebuild(self) -> None:
             rebuilt.append(self)
             await recompose(self)
 
-        monkeypatch.setattr(Footer, "recompose", counted)
+        monkeypatch.setattr(KeysFooter, "_keys_for", counted_look)
+        monkeypatch.setattr(Footer, "recompose", counted_rebuild)
         for _ in range(5):
             app.screen.refresh_bindings()
         await settle(pilot)
-        assert len(rebuilt) == 1
+        assert (len(looked), len(rebuilt)) == (1, 0)
         await pilot.press("2")  # the query box takes the focus: its keys replace Browse's
         await settle(pilot)
         footer = screen_text(app).splitlines()[-1]
         assert "Run search" in footer and "Refute" not in footer
+        assert rebuilt == []  # written in place
+        footer_widget = app.query_one(KeysFooter)
+        places = {
+            "query box": (),
+            "results": (*"tactic", "enter"),
+            "filter": ("slash", "tab"),
+            "lanes": ("3",),
+            "audit": ("4",),
+            "records": ("1",),
+            "tree": ("shift+tab",),
+            "detail": ("tab", "tab"),
+            "records again": ("shift+tab",),
+        }
+        for place, keys in places.items():
+            await press_each(pilot, keys)
+            written = screen_text(app).splitlines()[-1]
+            app.screen.query_one(KeysFooter).refresh(recompose=True)  # Textual's rebuild
+            await settle(pilot)
+            assert screen_text(app).splitlines()[-1] == written, place
+        assert len(rebuilt) == len(places)
+        assert app.query_one(KeysFooter) is footer_widget
 
 
 async def test_quitting_as_the_first_page_shows_is_clean(store: MemoryStore, monkeypatch):
@@ -239,26 +268,27 @@ async def test_quitting_as_the_first_page_shows_is_clean(store: MemoryStore, mon
 
     monkeypatch.setattr(app, "_first_screen_shown", quit_then_mount_tabs)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause(0.5)
+        await wait_for(pilot, lambda: app.return_code is not None)
     assert app.return_code == 0
 
 
-@pytest.mark.parametrize("tab", ["1", "2", "3", "4"])
-async def test_readable_at_80_by_24(store: MemoryStore, tab: str):
-    app = make_app(store)
+async def test_readable_at_80_by_24(store: MemoryStore):
+    """Each tab, in turn, in one app."""
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
-        await pilot.press(tab)
-        await settle(pilot)
-        text = screen_text(app)
-        lines = text.splitlines()
-        assert len(lines) == 24
-        assert all(len(line) <= 80 for line in lines)
-        assert "palette" in lines[-1]  # the footer is on screen
-        if tab == "1":
-            table = app.query_one(RecordTable)
-            first = table.records[0]
-            assert first.content[:10] in text
+        for tab in "1234":
+            await pilot.press(tab)
+            await settle(pilot)
+            text = screen_text(app)
+            lines = text.splitlines()
+            assert len(lines) == 24, tab
+            assert all(len(line) <= 80 for line in lines), tab
+            assert "palette" in lines[-1], tab  # the footer is on screen
+            if tab == "1":
+                table = app.query_one(RecordTable)
+                first = table.records[0]
+                assert first.content[:10] in text
 
 
 def table_columns(app) -> list[str]:
@@ -266,7 +296,7 @@ def table_columns(app) -> list[str]:
 
 
 async def test_wide_terminal_shows_every_column(store: MemoryStore):
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(200, 50)) as pilot:
         await settle(pilot)
         tree = app.query_one(ScopeTree)
@@ -287,7 +317,7 @@ async def test_screen_text_reads_what_the_public_screenshot_shows(store: MemoryS
     """``screen_text`` reads Textual's private compositor (no public call returns the
     screen as text); the public ``export_screenshot`` draws the same characters, so a
     Textual that changes the private call fails here, by name."""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         for keys in ((), ("2",), ("question_mark",)):
@@ -301,7 +331,7 @@ async def test_screen_text_reads_what_the_public_screenshot_shows(store: MemoryS
 async def test_at_120_columns_a_scope_without_tactics_shows_its_dates(store: MemoryStore):
     """Notes and findings have no grade or successes/attempts: those columns give their
     room to created and expires; a scope of tactics shows its grade and s/a."""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         assert app.query_one(RecordTable).current.record_type != "tactic"
@@ -359,7 +389,7 @@ async def test_hidden_tabs_mount_after_browses_first_page(
 
 async def test_the_source_banner_reflows_on_resize(store: MemoryStore):
     """Laid out for the width at start; a narrower terminal gets it again, note by note."""
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
 
@@ -409,7 +439,7 @@ async def test_a_logical_time_store_shows_its_own_now(tmp_path: Path, now, shown
 async def test_counts_have_thousands_separators(store: MemoryStore):
     from memtui.tui.browse import ScopeNode
 
-    app = make_app(store)
+    app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         app.update_summary({"working": (47_000, 1_234), "episodic": (226, 0)})
@@ -484,20 +514,20 @@ async def type_quote_into_the_query_box(app: MemtuiApp, pilot, came_from: str) -
     box.value = ""
 
 
-@pytest.mark.parametrize("before", list(STARTING_FOCUS.values()), ids=list(STARTING_FOCUS))
-async def test_2_and_slash_put_focus_in_the_query_box_from_every_focus(
-    sample_copy: MemoryStore, before: tuple[str, ...]
-):
+async def test_2_and_slash_put_focus_in_the_query_box_from_every_focus(sample_copy: MemoryStore):
     """Before any search, 2 and / reach the query box wherever focus was (a scrolled
-    detail pane, a Lanes select, a closed dialog): typing a query never quits the app."""
+    detail pane, a Lanes select, a closed dialog): typing a query never quits the app.
+    Every place in one app: escape and 1 bring focus back to Browse's first focus."""
     app = make_app(sample_copy, poll_interval=None, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await press_each(pilot, (*before, "2"))
-        await type_quote_into_the_query_box(app, pilot, f"2 after {before}")
-        await press_each(pilot, ("escape", "1"))  # back to Browse's first focus
-        await press_each(pilot, (*before, "slash"))
-        await type_quote_into_the_query_box(app, pilot, f"slash after {before}")
+        for place, before in STARTING_FOCUS.items():
+            await press_each(pilot, (*before, "2"))
+            await type_quote_into_the_query_box(app, pilot, f"2 after {place} {before}")
+            await press_each(pilot, ("escape", "1"))  # back to Browse's first focus
+            await press_each(pilot, (*before, "slash"))
+            await type_quote_into_the_query_box(app, pilot, f"slash after {place} {before}")
+            await press_each(pilot, ("escape", "1"))
 
 
 async def test_with_results_2_focuses_them_and_slash_the_query_box(sample_copy: MemoryStore):
@@ -633,21 +663,25 @@ async def test_the_palette_names_every_key_the_footer_shows_where_focus_is(
         assert {"[", "]", "=", "f", "t", "v", "/", "q"} <= shown
 
 
+def palette_offers(app: MemtuiApp, words: str) -> bool:
+    """The open palette's best hit names ``words`` (it gathers its hits in a task of its own)."""
+    from textual.command import CommandList
+
+    hits = app.screen.query_one(CommandList)
+    return bool(hits.option_count) and words in str(hits.get_option_at_index(0).prompt).lower()
+
+
 async def run_palette_command(app: MemtuiApp, pilot, words: str) -> None:
     """Open the palette, type ``words`` and run the best hit once it names them."""
-    from textual.command import CommandInput, CommandList
+    from textual.command import CommandInput
 
     await press_each(pilot, ("ctrl+p",))
     assert isinstance(app.screen, CommandPalette)
     # The words go in at once (typing into the palette: the tests further up).
     app.screen.query_one(CommandInput).value = words
-    hits = app.screen.query_one(CommandList)
-    for _ in range(200):  # the palette gathers its hits in a task of its own
-        if hits.option_count and words in str(hits.get_option_at_index(0).prompt).lower():
-            break
-        await pilot.pause(0.02)
-    else:
-        raise AssertionError(f"the palette has no command named {words!r}")
+    await wait_for(
+        pilot, lambda: palette_offers(app, words), what=f"a palette command named {words!r}"
+    )
     await press_each(pilot, ("enter",))
 
 

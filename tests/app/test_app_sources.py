@@ -69,7 +69,7 @@ async def run_query(pilot, text: str) -> SearchPane:
 async def test_the_one_app_opens_browses_and_searches_each_source(case, tmp_path):
     source = opened(case, tmp_path / "store")
     try:
-        app = make_app(source, embedder=HashEmbedder(8), poll_interval=None)
+        app = make_app(source, embedder=HashEmbedder(8), poll_interval=None, check_on_start=False)
         assert isinstance(app, MemtuiApp) and app.source is source
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
@@ -118,7 +118,7 @@ async def test_forget_through_the_dialog_removes_the_record_and_audits(kind, now
     path = make(kind, tmp_path / "store")
     source = open_source(path, now=now, clock=fixed_clock, allow_writes=True, operator="tester")
     try:
-        app = make_app(source, operator="tester", poll_interval=None)
+        app = make_app(source, operator="tester", poll_interval=None, check_on_start=False)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             pane = await run_query(pilot, query)
@@ -175,7 +175,7 @@ async def test_forget_from_the_browse_table_follows_the_stores_rule(kind, target
     path = make(kind, tmp_path / "store")
     source = open_source(path, clock=fixed_clock, allow_writes=True, operator="tester")
     try:
-        app = make_app(source, operator="tester", poll_interval=None)
+        app = make_app(source, operator="tester", poll_interval=None, check_on_start=False)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             table = app.query_one(RecordTable)
@@ -245,7 +245,7 @@ async def test_the_app_says_which_work_still_quotes_a_forgotten_preference(tmp_p
     conn.close()
     source = open_source(path, clock=fixed_clock, allow_writes=True, operator="tester")
     try:
-        app = make_app(source, operator="tester", poll_interval=None)
+        app = make_app(source, operator="tester", poll_interval=None, check_on_start=False)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             table = app.query_one(RecordTable)
@@ -269,7 +269,7 @@ async def test_the_app_says_which_work_still_quotes_a_forgotten_preference(tmp_p
 async def test_native_only_keys_are_not_offered_on_a_foreign_store(tmp_path):
     source = open_source(copy_fixture(TENANT, tmp_path), now=50)
     try:
-        app = make_app(source, poll_interval=None)
+        app = make_app(source, poll_interval=None, check_on_start=False)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
             footer = screen_text(app).splitlines()[-1]
@@ -376,7 +376,7 @@ async def test_live_change_refreshes_counts_and_keeps_the_highlighted_record(tmp
     path = copy_fixture(LANGGRAPH, tmp_path)
     source = open_source(path, now=LG_NOW)
     try:
-        app = make_app(source, poll_interval=None)
+        app = make_app(source, poll_interval=None, check_on_start=False)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             table = app.query_one(RecordTable)
@@ -414,7 +414,7 @@ async def test_live_change_refreshes_counts_and_keeps_the_highlighted_record(tmp
 async def test_embedder_runs_the_vector_lane_on_foreign_vectors(tmp_path):
     source = open_source(copy_fixture(LANGGRAPH_VECTORS, tmp_path), now=LG_NOW)
     try:
-        app = make_app(source, embedder=HashEmbedder(8), poll_interval=None)
+        app = make_app(source, embedder=HashEmbedder(8), poll_interval=None, check_on_start=False)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             pane = await run_query(pilot, "paris trip")
@@ -449,7 +449,7 @@ def test_cli_open_passes_the_embedder_to_the_app(tmp_path, monkeypatch):
 async def test_scope_values_with_their_key_are_read_whole_at_100_columns(tmp_path):
     source = opened(CASES[4], tmp_path / "store")  # Cyber-AutoAgent: target, operation, category
     try:
-        app = make_app(source, poll_interval=None)
+        app = make_app(source, poll_interval=None, check_on_start=False)
         async with app.run_test(size=(100, 40)) as pilot:
             await settle(pilot)
             text = screen_text(app)
@@ -464,7 +464,7 @@ async def test_langgraph_namespaces_nest_in_the_scope_tree(tmp_path):
     selecting it lists its records, and a refresh keeps the nesting."""
     source = open_source(copy_fixture(LANGGRAPH, tmp_path), now=LG_NOW)
     try:
-        app = make_app(source, poll_interval=None)
+        app = make_app(source, poll_interval=None, check_on_start=False)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             tree = app.query_one(ScopeTree)
@@ -512,7 +512,7 @@ async def test_F_forgets_a_foreign_scope_from_the_tree(kind, now, key, tier, val
     try:
         doomed = [r.id for r in source.iter_records({key: value}, include_hidden=True)]
         assert doomed
-        app = make_app(source, operator="tester", poll_interval=None)
+        app = make_app(source, operator="tester", poll_interval=None, check_on_start=False)
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
             tree = app.query_one(ScopeTree)
@@ -552,7 +552,7 @@ async def test_a_foreign_banner_fits_80_columns_with_its_fix_it_command(tmp_path
     is cut instead)."""
     source = open_source(copy_mem0_store(tmp_path / "store"), clock=fixed_clock)
     try:
-        app = make_app(source, poll_interval=None)
+        app = make_app(source, poll_interval=None, check_on_start=False)
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot)
             banner = screen_text(app).splitlines()[1:7]
@@ -567,7 +567,7 @@ async def test_a_foreign_banner_recounts_after_a_forget(tmp_path):
     """The banner's counts (points, erasure gaps) are read again after a forget in the app."""
     source = open_source(copy_mem0_store(tmp_path / "store"), clock=fixed_clock, allow_writes=True)
     try:
-        app = make_app(source, operator="tester", poll_interval=None)
+        app = make_app(source, operator="tester", poll_interval=None, check_on_start=False)
         async with app.run_test(size=(140, 40)) as pilot:
             await settle(pilot)
             assert "collection mem0: 6 points" in screen_text(app)

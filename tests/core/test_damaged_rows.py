@@ -229,7 +229,7 @@ def test_a_tactic_with_unreadable_metadata_is_not_rewritten(runner, tmp_path):
 async def test_the_app_shows_a_damaged_row_marked(tmp_path):
     path = _db_with(tmp_path / "app.db", ("X'6c6f67696e2000ff'", "'{not json'"))
     with MemoryStore(path, clock=fixed_clock, operator="tester") as store:
-        app = make_app(store)
+        app = make_app(store, check_on_start=False)
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
             table = app.query_one(RecordTable)
