@@ -338,7 +338,13 @@ class SyncedIndex(SourceIndex):
         self._rebuild(fingerprint, progress)
         index = self._store
         assert isinstance(index, PostgresIndex) and self._mark is not None
-        index.set_meta({"sync_mark": self._mark, "sync_expiries": json.dumps(probe.expiries)})
+        index.set_meta(
+            {
+                "sync_mark": self._mark,
+                "sync_expiries": json.dumps(probe.expiries),
+                "refreshed_at": self._at,
+            }
+        )
         self.last_sync = SyncReport(
             action="built",
             at=self._at,

@@ -293,7 +293,7 @@ class Mem0PgvectorSource(PostgresSource):
             payload if isinstance(payload, dict) else {}, date.fromisoformat(self.today())
         )
         metadata: dict[str, Any] = {"memory_id": str(memory_id), **fields.metadata}
-        metadata["vector_dims"] = dims
+        metadata["embedding"] = {"dims": dims}
         return SourceRecord(
             id=encode_id(ID_PREFIX, str(memory_id)),
             tier=fields.tier,
