@@ -390,7 +390,6 @@ operator_option = click.option(
     help="Who is acting, for the audit log (default: $MEMTUI_OPERATOR, then the OS user).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
-db_argument = click.argument("db", type=click.Path(path_type=Path))
 
 
 def store_location(text: str | Path) -> str | Path:
@@ -412,9 +411,27 @@ class StoreLocation(click.ParamType):
         return store_location(value)
 
 
+class DatabaseFile(click.ParamType):
+    """The PATH of a memtui database file; a URL in its place is refused in one line
+    (without the URL itself: it may hold a password)."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        location = store_location(value)
+        if isinstance(location, str):
+            scheme = location.partition("://")[0]
+            self.fail(f"this command works on a memtui database file, not a {scheme}:// URL")
+        return location
+
+
 #: a store PATH (a file or a Qdrant folder) or a postgresql:// URL, optional when
 #: --qdrant-url names a server
 source_argument = click.argument("db", required=False, type=StoreLocation())
+#: any store, required (the command refuses the kinds it does not apply to)
+db_argument = click.argument("db", type=StoreLocation())
+#: a memtui database file
+database_file_argument = click.argument("db", type=DatabaseFile())
 
 
 def scope_filters(

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from memtui.commands.common import (
     console,
-    db_argument,
+    database_file_argument,
     emit_json,
     filter_options,
     json_option,
@@ -495,7 +495,7 @@ def _print_explanation(
 
 
 @click.command()
-@db_argument
+@database_file_argument
 @click.option(
     "--embedder",
     "embedder_name",

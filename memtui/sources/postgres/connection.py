@@ -165,7 +165,9 @@ class PgConnection:
         session is), rolled back on any error; its ``SET LOCAL`` lasts for it alone.
         """
         psycopg = self._psycopg
-        for attempt in range(len(self.backoff) + 1):
+        attempt = 0
+        reconnected = False
+        while True:
             try:
                 self._reopen_if_broken()
                 if not transaction:
@@ -173,16 +175,20 @@ class PgConnection:
                 with self._conn.transaction():
                     return work(self._conn)
             except psycopg.Error as exc:
+                if self._conn.broken and self.read_only and not reconnected:
+                    reconnected = True  # the server dropped the session: a read is safe again
+                    continue
                 state = getattr(exc, "sqlstate", None)
                 if state in RETRIED_STATES and attempt < len(self.backoff):
                     self.retries += 1
                     self.sleep(self.backoff[attempt])
+                    attempt += 1
                     continue
                 raise self.error(exc) from None
-        raise AssertionError("unreachable")
 
     def _reopen_if_broken(self) -> None:
-        """A connection the server dropped (a restart) is opened again once."""
+        """A connection the server dropped (a restart, a terminated backend) is opened
+        again; a read that failed on it is tried once more (a write never is)."""
         if self._conn.closed or self._conn.broken:
             self.close()
             self._conn = self._open()

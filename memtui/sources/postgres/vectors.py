@@ -198,14 +198,17 @@ class PgVectors:
         ranking = [(cid, score) for cid, score in ranking if cid in dates]
         lane = lane_from_ranking(ranking, pool_size, dates)
         lane.note = note
-        lane.missing = self.missing(source, filters)
+        lane.missing = self.missing(source, filters, index.meta().get("source_fingerprint"))
         self.last = {rid: best[rid] for rid, _ in ordered}
         return lane
 
-    def missing(self, source: LangGraphPostgresSource, filters: Mapping[str, Any]) -> int:
-        """Live, in-scope items with no vector (the lane can never find them)."""
+    def missing(
+        self, source: LangGraphPostgresSource, filters: Mapping[str, Any], version: Any
+    ) -> int:
+        """Live, in-scope items with no vector (the lane can never find them), counted once
+        per store version (the index's fingerprint), filters and clock."""
         where, params = source.where(filters, include_hidden=False)
-        key = (source.data_version(), repr(sorted(filters.items())), source.now())
+        key = (version, repr(sorted(filters.items())), source.now())
         if key not in self._missing:
             rows = source.query(
                 f"SELECT count(*) FROM {source.table('store')} AS s WHERE {where} AND NOT EXISTS "
