@@ -8,12 +8,9 @@ telemetry is off before mem0 is imported (it would try the network).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import itertools
 import os
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,7 +25,6 @@ from memtui.core.embed import HashEmbedder  # noqa: E402
 
 EMBEDDER = HashEmbedder(8)
 MEM0_NOW = NOW.isoformat().replace("+00:00", "Z")
-_NAMES = itertools.count(1)
 
 
 def memory_id(name: str) -> str:
@@ -163,18 +159,3 @@ def sql(url: str, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
     with psycopg.connect(url, autocommit=True) as conn:
         cursor = conn.execute(statement, params)
         return list(cursor.fetchall()) if cursor.description else []
-
-
-@contextlib.contextmanager
-def database(server: Any) -> Iterator[str]:
-    """A new, empty database of the session's server for the block, as a socket URL."""
-    name = f"memtui_m0_{os.getpid()}_{next(_NAMES)}"
-    uri = server.get_uri()
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    head, _, query = uri.partition("?")
-    try:
-        yield f"{head.rsplit('/', 1)[0]}/{name}?{query}"
-    finally:
-        with psycopg.connect(uri, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -12,10 +12,10 @@ from memtui.core.search import cosine
 from memtui.sources import SourceError, open_source
 from memtui.sources.postgres.vectors import parse_vector, plan_uses, vector_text
 
+from .conftest import new_database
 from .mem0_support import (
     EMBEDDER,
     MEMORIES,
-    database,
     embed,
     library,
     memory_id,
@@ -32,7 +32,7 @@ pytest.importorskip("mem0")
 @pytest.fixture(scope="module")
 def m0_url(pg_server):
     """One collection (``memories``) beside mem0's telemetry table, for read-only tests."""
-    with database(pg_server) as url:
+    with new_database(pg_server) as url:
         write_collection(url).connection_pool.close()
         write_telemetry(url)
         yield url
@@ -220,7 +220,7 @@ def test_the_keyword_lane_without_an_embedder(m0_url):
 
 
 def test_an_exact_scan_without_the_index_and_the_trace_says_so(pg_server):
-    with database(pg_server) as url:
+    with new_database(pg_server) as url:
         write_collection(url).connection_pool.close()
         sql(url, "DROP INDEX memories_hnsw_idx")
         with opened(url) as source:
@@ -232,7 +232,7 @@ def test_an_exact_scan_without_the_index_and_the_trace_says_so(pg_server):
 
 
 def test_the_keyword_index_is_refreshed_by_what_changed(pg_server):
-    with database(pg_server) as url:
+    with new_database(pg_server) as url:
         store = write_collection(url)
         with opened(url) as source:
             source.search("coffee")

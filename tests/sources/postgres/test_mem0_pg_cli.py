@@ -10,14 +10,15 @@ from conftest import one_error_line
 
 from memtui.cli import main
 
-from .mem0_support import MEMORIES, database, record_id, write_collection, write_history
+from .conftest import new_database
+from .mem0_support import MEMORIES, record_id, write_collection, write_history
 
 pytest.importorskip("mem0")
 
 
 @pytest.fixture(scope="module")
 def m0_cli_url(pg_server):
-    with database(pg_server) as url:
+    with new_database(pg_server) as url:
         write_collection(url).connection_pool.close()
         yield url
 
@@ -63,7 +64,7 @@ def test_a_forget_without_allow_writes_is_refused_in_one_line(runner, m0_cli_url
 
 
 def test_a_forget_is_not_built_for_this_kind_yet(runner, pg_server):
-    with database(pg_server) as url:
+    with new_database(pg_server) as url:
         write_collection(url).connection_pool.close()
         result = runner.invoke(
             main,

@@ -18,7 +18,8 @@ from test_sources_contract import (  # noqa: F401 - collected here, on this modu
     test_unknown_filter_keys_are_refused_loudly,
 )
 
-from .mem0_support import EMBEDDER, MEM0_NOW, database, write_collection, write_telemetry
+from .conftest import new_database
+from .mem0_support import EMBEDDER, MEM0_NOW, write_collection, write_telemetry
 
 pytest.importorskip("mem0")
 
@@ -30,7 +31,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def m0_contract_url(pg_server):
-    with database(pg_server) as url:
+    with new_database(pg_server) as url:
         write_collection(url).connection_pool.close()
         write_telemetry(url)
         yield url

@@ -11,7 +11,8 @@ from conftest import fixed_clock, one_error_line
 from memtui.cli import main
 from memtui.sources import SourceError, open_source
 
-from .mem0_support import database, record_id, sql, write_collection, write_telemetry
+from .conftest import new_database
+from .mem0_support import record_id, sql, write_collection, write_telemetry
 
 pytest.importorskip("mem0")
 
@@ -21,7 +22,7 @@ TEAM = [("standup", "standup moved to 10:00", {"agent_id": "team-bot"}, {})]
 @pytest.fixture(scope="module")
 def two_collections(pg_server):
     """``memories`` and ``team_memories`` (and mem0's telemetry table) in one database."""
-    with database(pg_server) as url:
+    with new_database(pg_server) as url:
         write_collection(url).connection_pool.close()
         write_collection(url, "team_memories", TEAM).connection_pool.close()
         write_telemetry(url)
@@ -51,7 +52,7 @@ def test_collection_picks_one(two_collections):
 
 
 def test_the_telemetry_table_alone_is_no_store(pg_server):
-    with database(pg_server) as url:
+    with new_database(pg_server) as url:
         write_telemetry(url)
         with pytest.raises(SourceError) as raised:
             open_source(url)
@@ -61,7 +62,7 @@ def test_the_telemetry_table_alone_is_no_store(pg_server):
 
 
 def test_an_empty_collection_opens(pg_server):
-    with database(pg_server) as url:
+    with new_database(pg_server) as url:
         write_collection(url, memories=[]).connection_pool.close()
         with open_source(url, clock=fixed_clock) as source:
             assert source.collection == "memories" and source.page().records == []
@@ -71,7 +72,7 @@ def test_an_empty_collection_opens(pg_server):
 def test_beside_a_langgraph_store_collection_names_the_mem0_one(pg_server):
     from langgraph.store.postgres import PostgresStore
 
-    with database(pg_server) as url:
+    with new_database(pg_server) as url:
         with PostgresStore.from_conn_string(url) as store:
             store.setup()
             store.put(("notes",), "n1", {"text": "a LangGraph item"})
