@@ -164,6 +164,9 @@ class Mem0PgvectorSource(PostgresSource):
         self.collection = collection
         self.main_table = collection
         self.table_name = collection
+        self.store_tables: tuple[str, ...] = (collection,)
+        """The store's tables (the collection is one table: rows, vectors and payloads)."""
+        self.forget_tables: tuple[str, ...] = (collection,)
         self._table = f"{quote_identifier(database.target.schema)}.{quote_identifier(collection)}"
         self.vectors = Mem0Vectors(database.catalog, collection, self._table)
         self.feed = Mem0Feed(self)
@@ -226,10 +229,12 @@ class Mem0PgvectorSource(PostgresSource):
             counts["deleted_with_text"] = gaps
             notes.append(f"history: {self.history.path} (given with --mem0-history)")
             if gaps:
-                notes.append(
-                    f"erasure gap: {gaps} memor{'y' if gaps == 1 else 'ies'} mem0 deleted "
-                    "still have text readable in its history.db"
+                memories = (
+                    "1 memory mem0 deleted still has"
+                    if gaps == 1
+                    else (f"{gaps} memories mem0 deleted still have")
                 )
+                notes.append(f"erasure gap: {memories} text readable in its history.db")
         else:
             notes.append(
                 "mem0 history: keeps in its SQLite history.db unless configured otherwise; "

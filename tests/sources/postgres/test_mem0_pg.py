@@ -238,6 +238,7 @@ def test_the_keyword_index_is_refreshed_by_what_changed(pg_server):
             source.search("coffee")
             assert source.index.last_sync.action == "built"
             assert source.index.last_sync.rows_read == len(MEMORIES)
+            version = source.data_version()
         payload = dict(store.get(memory_id("rome")).payload)
         payload.update(data="Rome trip moved to October", updated_at="2026-11-30T11:30:00+00:00")
         store.update(memory_id("rome"), vector=embed(payload["data"]), payload=payload)
@@ -253,6 +254,19 @@ def test_the_keyword_index_is_refreshed_by_what_changed(pg_server):
             assert sync.ids_read == 15  # the ids of the two users that lost a memory only
             assert found == [record_id("rome")]
             assert record_id("paris") not in [r.id for r in source.search("paris").results]
+            assert source.data_version() != version  # the app's "live: N new" probe moved
+        # an expiration_date set without a new updated_at is read by the probe's digest
+        sql(
+            url,
+            'UPDATE memories SET payload = payload || \'{"expiration_date": "2026-11-01"}\' '
+            "WHERE id = %s",
+            (memory_id("coffee"),),
+        )
+        with opened(url) as source:
+            found = [r.id for r in source.search("coffee", limit=50).results]
+            sync = source.index.last_sync
+            assert sync.expiries_read == 3 and sync.rows_read == 1  # the expiries, the mark's row
+            assert record_id("coffee") not in found and record_id("bulk00") in found
 
 
 def test_mem0s_history_attached_shows_a_records_events(m0_url, tmp_path):
@@ -266,7 +280,9 @@ def test_mem0s_history_attached_shows_a_records_events(m0_url, tmp_path):
         assert sections[1].title == "payload (full JSON, secrets masked)"
         summary = source.summary()
         assert summary.counts["deleted_with_text"] == 1
-        assert any("erasure gap: 1 memory mem0 deleted" in n for n in summary.notes)
+        assert "erasure gap: 1 memory mem0 deleted still has text readable in its history.db" in (
+            summary.notes
+        )
     with opened(m0_url) as source:
         (events, *_) = source.detail(record_id("dark"))
         assert "give it with --mem0-history" in events.note
