@@ -27,12 +27,15 @@ needs is here (``table_name``, ``id_column``, ``payload_column``, the scope keys
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memtui.core.search import SearchRequest, SearchResponse
+from memtui.core.secrets import mask_metadata
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
     DetailSection,
@@ -57,6 +60,9 @@ from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex
 from memtui.sources.postgres.mem0_sync import Mem0Feed, Mem0Vectors
 from memtui.sources.postgres.source import PostgresSource
 from memtui.sources.postgres.url import quote_identifier
+
+if TYPE_CHECKING:
+    from memtui.sources.mem0_history import Mem0History
 
 ID_PREFIX = "mem0"
 TELEMETRY_TABLE = "mem0migrations"
@@ -170,12 +176,12 @@ class Mem0PgvectorSource(PostgresSource):
         self._table = f"{quote_identifier(database.target.schema)}.{quote_identifier(collection)}"
         self.vectors = Mem0Vectors(database.catalog, collection, self._table)
         self.feed = Mem0Feed(self)
-        self.history: Any = None
+        self.history: Mem0History | None = None
         super().__init__(database, **common)
         if mem0_history is not None:
             self.history = self._attach_history(Path(mem0_history))
 
-    def _attach_history(self, path: Path) -> Any:
+    def _attach_history(self, path: Path) -> Mem0History:
         """mem0's ``history.db`` given with ``--mem0-history``: it must name memories of this
         collection (unless one of them is empty)."""
         from memtui.sources.mem0_history import Mem0History
@@ -281,8 +287,6 @@ class Mem0PgvectorSource(PostgresSource):
 
     def today(self) -> str:
         """Today (UTC) as mem0 writes dates: ``YYYY-MM-DD``."""
-        from datetime import UTC
-
         return self.now().astimezone(UTC).date().isoformat()
 
     # -- records
@@ -292,8 +296,6 @@ class Mem0PgvectorSource(PostgresSource):
 
     def record(self, row: Sequence[Any]) -> SourceRecord:
         memory_id, payload, dims = row
-        from datetime import date
-
         fields = payload_fields(
             payload if isinstance(payload, dict) else {}, date.fromisoformat(self.today())
         )
@@ -439,9 +441,6 @@ class Mem0PgvectorSource(PostgresSource):
         record = self.get(record_id)
         if record is None:
             raise SourceError(f"no record with id {record_id}")
-        import json
-
-        from memtui.core.secrets import mask_metadata
         from memtui.sources.mem0_history import history_detail
 
         memory_id = str(record.metadata["memory_id"])
