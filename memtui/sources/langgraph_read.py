@@ -6,6 +6,7 @@ source there adds the write path to ``LangGraphReads``.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
@@ -34,6 +35,12 @@ ID_PREFIX = "lg"
 _LG_TEXT = "%Y-%m-%d %H:%M:%S"  # SQLite CURRENT_TIMESTAMP
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_field(name: str) -> bool:
+    """``is_secret_key``, remembered: the same few field names come back in every item."""
+    return is_secret_key(name)
+
+
 def text_fields(value: Any) -> list[str]:
     """Every string in a JSON value, depth first, leaving out secret-named fields."""
     out: list[str] = []
@@ -41,7 +48,7 @@ def text_fields(value: Any) -> list[str]:
         out.append(value)
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            if is_secret_key(str(key)):
+            if _secret_field(str(key)):
                 continue
             out.extend(text_fields(item))
     elif isinstance(value, list):

@@ -56,7 +56,7 @@ from memtui.sources.postgres.source import PostgresSource
 from memtui.sources.postgres.url import like_prefix
 from memtui.sources.postgres.vectors import PgVectors
 
-BATCH = 2000
+BATCH = 5000
 """Rows per keyset batch when memtui's index is built."""
 
 
@@ -392,26 +392,45 @@ class LangGraphFeed:
         moment = self.source.query("SELECT clock_timestamp()")[0][0]
         return iso(moment) or ""
 
-    def _rows(self, records: Iterable[SourceRecord]) -> list[CacheRow]:
-        return [self.source.cache_row(record) for record in records]
+    def _select(self) -> str:
+        """What the index keeps of a row, and nothing more (no vector fields, no times)."""
+        source = self.source
+        expires = "s.expires_at" if source._has_ttl() else "NULL"
+        return f"SELECT s.prefix, s.key, s.value, {expires} FROM {source._store} AS s"
+
+    @staticmethod
+    def _index_row(row: Sequence[Any]) -> CacheRow:
+        prefix, key, raw, expires = row
+        if isinstance(raw, str | bytes | bytearray):
+            value, problem = parse_value(raw)
+        else:
+            value, problem = raw, None
+        return CacheRow(
+            source_id=encode_id(ID_PREFIX, prefix, key),
+            tier=prefix.split(".", 1)[0] if prefix else "",
+            record_type="item",
+            content=FIELD_SEPARATOR.join(text_fields(value)) if problem is None else str(value),
+            scope={"namespace": prefix},
+            hidden=False,
+            expires_at=format_timestamp(expires) if expires is not None else None,
+        )
 
     def changed_rows(self, since: str | None) -> Iterator[CacheRow]:
         source = self.source
         if since is not None:
             rows = source.query(
-                f"{source.select()} WHERE s.updated_at > %s ORDER BY s.prefix, s.key",
+                f"{self._select()} WHERE s.updated_at > %s ORDER BY s.prefix, s.key",
                 [datetime.fromisoformat(since)],
             )
-            yield from self._rows(source.record(r) for r in rows)
+            yield from map(self._index_row, rows)
             return
         cursor: list[Any] = []
         while True:
             where = "WHERE (s.prefix, s.key) > (%s, %s) " if cursor else ""
             rows = source.query(
-                f"{source.select()} {where}ORDER BY s.prefix, s.key LIMIT %s",
-                [*cursor, BATCH],
+                f"{self._select()} {where}ORDER BY s.prefix, s.key LIMIT %s", [*cursor, BATCH]
             )
-            yield from self._rows(source.record(r) for r in rows)
+            yield from map(self._index_row, rows)
             if len(rows) < BATCH:
                 return
             cursor = [rows[-1][0], rows[-1][1]]
@@ -430,7 +449,7 @@ class LangGraphFeed:
         return {encode_id(ID_PREFIX, p, k) for p, k in rows}
 
     def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
-        return self._rows(self.source.get_many(ids).values())
+        return [self.source.cache_row(r) for r in self.source.get_many(ids).values()]
 
     def expiries(self) -> dict[str, str | None]:
         source = self.source

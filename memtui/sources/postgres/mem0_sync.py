@@ -90,7 +90,8 @@ class Mem0Feed:
         if since is not None:
             mark = datetime.fromisoformat(since).astimezone(UTC).isoformat()
             rows = source.query(
-                f"{source.select()} WHERE t.payload->>'updated_at' > %s ORDER BY t.id", [mark]
+                f"{source.select(lean=True)} WHERE t.payload->>'updated_at' > %s ORDER BY t.id",
+                [mark],
             )
             yield from self._rows(source.record(r) for r in rows)
             return
@@ -98,7 +99,7 @@ class Mem0Feed:
         while True:
             where = "WHERE t.id > %s " if cursor else ""
             rows = source.query(
-                f"{source.select()} {where}ORDER BY t.id LIMIT %s", [*cursor, BATCH]
+                f"{source.select(lean=True)} {where}ORDER BY t.id LIMIT %s", [*cursor, BATCH]
             )
             yield from self._rows(source.record(r) for r in rows)
             if len(rows) < BATCH:

@@ -30,7 +30,7 @@ from typing import Any
 
 from memtui.config import current
 from memtui.sources.base import SourceError, SourceRecord, SourceSummary
-from memtui.sources.cache import SourceIndex, cache_root
+from memtui.sources.cache import SourceIndex, cache_root, fingerprint_text
 from memtui.sources.foreign import ForeignSqliteSource
 from memtui.sources.outcome import ForgetOutcome
 from memtui.sources.postgres.catalog import Catalog, PgDatabase
@@ -68,6 +68,7 @@ def store_anchor(kind: str, key: str, target: PgTarget, root: Path | None) -> Pa
 def default_audit_path(kind: str, key: str, dbname: str) -> Path:
     """The audit log of a Postgres store: in the user's data folder, keyed like the cache."""
     folder = current().data_dir / "audit"
+    folder.mkdir(parents=True, exist_ok=True)
     name = "".join(c if c.isalnum() or c in "-_" else "_" for c in dbname)[:40]
     return folder / f"{kind}-{name}-{key}.memtui-audit.db"
 
@@ -193,7 +194,8 @@ class PostgresSource(ForeignSqliteSource):
         """Set what the index asks the database for (the kind's vector lane)."""
 
     def fingerprint(self) -> str:
-        return json.dumps(self.change_feed().probe().to_json(), default=str)
+        """The change probe, as the index records it (``data_version`` too)."""
+        return fingerprint_text(self.change_feed().probe().to_json())
 
     def data_version(self) -> Any:
         return self.fingerprint()

@@ -127,7 +127,7 @@ class PgVectors:
         self.dims: int | None = column[1] if column else None
         self.cast = catalog.type_name(TABLE, "embedding") if self.present else "vector"
         self.index, self.unusable = ann_index(catalog.indexes.get(TABLE, []), "embedding")
-        self._missing: dict[Any, int] = {}
+        self._counted: dict[tuple[Any, ...], int] = {}
         self.last: dict[str, tuple[float, str, list[float]]] = {}
         """The last lane's pool by record id: raw score, the field that scored, its vector."""
 
@@ -164,13 +164,18 @@ class PgVectors:
         bound = [literal if p == "<query>" else p for p in params]
         return nearest(source, sql, bound, self.index, limit, f"{TABLE}.embedding")
 
-    def fields(self, source: LangGraphPostgresSource) -> int:
-        """The most vectors one item has (one per embedded field)."""
-        rows = source.query(
-            f"SELECT coalesce(max(n), 1) FROM (SELECT count(*) AS n FROM {self.table} "
-            "GROUP BY prefix, key ORDER BY 1 DESC LIMIT 1) AS most"
-        )
-        return max(1, int(rows[0][0]))
+    def fields(self, source: LangGraphPostgresSource, version: Any) -> int:
+        """The most vectors one item has (one per embedded field), counted once per store
+        version (a scan of store_vectors)."""
+        key = ("fields", version)
+        if key not in self._counted:
+            rows = source.query(
+                f"SELECT coalesce(max(n), 1) FROM (SELECT count(*) AS n FROM {self.table} "
+                "GROUP BY prefix, key ORDER BY 1 DESC LIMIT 1) AS most"
+            )
+            self._counted = {k: v for k, v in self._counted.items() if k[1] == version}
+            self._counted[key] = max(1, int(rows[0][0]))
+        return self._counted[key]
 
     def lane(
         self,
@@ -183,7 +188,8 @@ class PgVectors:
     ) -> Lane:
         """The pool: the best field of each item, raw ``1 - distance``, positive only."""
         stop_if(cancelled)
-        fields = self.fields(source)
+        version = index.meta().get("source_fingerprint")
+        fields = self.fields(source, version)
         rows, note = self.fetch(source, query_vector, filters, pool_size * fields)
         stop_if(cancelled)
         best: dict[str, tuple[float, str, list[float]]] = {}
@@ -198,22 +204,24 @@ class PgVectors:
         ranking = [(cid, score) for cid, score in ranking if cid in dates]
         lane = lane_from_ranking(ranking, pool_size, dates)
         lane.note = note
-        lane.missing = self.missing(source, filters, index.meta().get("source_fingerprint"))
+        lane.missing = self.missing(source, filters, version)
         self.last = {rid: best[rid] for rid, _ in ordered}
         return lane
 
     def missing(
         self, source: LangGraphPostgresSource, filters: Mapping[str, Any], version: Any
     ) -> int:
-        """Live, in-scope items with no vector (the lane can never find them), counted once
-        per store version (the index's fingerprint), filters and clock."""
+        """Live, in-scope items with no vector (the lane can never find them): an anti-join,
+        counted once per store version, filters and minute of the clock."""
         where, params = source.where(filters, include_hidden=False)
-        key = (version, repr(sorted(filters.items())), source.now())
-        if key not in self._missing:
+        minute = source.now().replace(second=0, microsecond=0)
+        key = ("missing", version, repr(sorted(filters.items())), minute)
+        if key not in self._counted:
             rows = source.query(
                 f"SELECT count(*) FROM {source.table('store')} AS s WHERE {where} AND NOT EXISTS "
                 f"(SELECT 1 FROM {self.table} AS v WHERE v.prefix = s.prefix AND v.key = s.key)",
                 params,
             )
-            self._missing = {key: int(rows[0][0])}
-        return self._missing[key]
+            self._counted = {k: v for k, v in self._counted.items() if k[1] == version}
+            self._counted[key] = int(rows[0][0])
+        return self._counted[key]

@@ -214,3 +214,19 @@ def test_a_dropped_session_is_opened_again_for_a_read(lg_url):
         assert source.record_count() > 0
         assert source.pg.query("SELECT pg_backend_pid()")[0][0] != pid
         assert source.pg.query("SHOW default_transaction_read_only") == [("on",)]
+
+
+def test_memtui_imports_and_lists_its_stores_without_psycopg():
+    import subprocess
+
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from click.testing import CliRunner\n"
+        "from memtui.cli import main\n"
+        "out = CliRunner().invoke(main, ['info', '--formats']).output\n"
+        "assert 'Postgres database (LangGraph PostgresStore)' in out, out\n"
+        "out = CliRunner().invoke(main, ['info', 'postgresql://ana:pw9-x@db.example/a']).output\n"
+        'assert out.strip() == "Error: opening a Postgres store needs the postgres extra: '
+        "pip install 'memtui[postgres]'\", out\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
