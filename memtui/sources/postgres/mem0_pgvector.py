@@ -179,7 +179,11 @@ class Mem0PgvectorSource(PostgresSource):
         self.history: Mem0History | None = None
         super().__init__(database, **common)
         if mem0_history is not None:
-            self.history = self._attach_history(Path(mem0_history))
+            try:
+                self.history = self._attach_history(Path(mem0_history))
+            except BaseException:
+                self.close()
+                raise
 
     def _attach_history(self, path: Path) -> Mem0History:
         """mem0's ``history.db`` given with ``--mem0-history``: it must name memories of this
@@ -189,11 +193,8 @@ class Mem0PgvectorSource(PostgresSource):
         if not path.is_file():
             raise SourceError(f"no mem0 history at {path}")
         history = Mem0History(path, writable=not self.read_only, found="given with --mem0-history")
-        ids = [i for i in history.memory_ids() if _uuid(i) is not None]
-        shared = self.query(
-            f"SELECT count(*) FROM {self._table} WHERE id = ANY(%s::uuid[])", [ids]
-        )[0][0]
-        if ids and not shared and self.record_count():
+        ids = history.memory_ids()
+        if ids and not self._present(ids) and self.record_count():
             history.close()
             raise SourceError(
                 f"{path} shares no memory id with collection {self.collection}: it is not "
@@ -238,12 +239,12 @@ class Mem0PgvectorSource(PostgresSource):
                 memories = (
                     "1 memory mem0 deleted still has"
                     if gaps == 1
-                    else (f"{gaps} memories mem0 deleted still have")
+                    else f"{gaps} memories mem0 deleted still have"
                 )
                 notes.append(f"erasure gap: {memories} text readable in its history.db")
         else:
             notes.append(
-                "mem0 history: keeps in its SQLite history.db unless configured otherwise; "
+                "mem0 keeps its history in a SQLite history.db unless configured otherwise; "
                 "give it with --mem0-history"
             )
         return SourceSummary(
@@ -261,11 +262,13 @@ class Mem0PgvectorSource(PostgresSource):
         with_text = [
             m for m, rows in self.history.by_memory().items() if any(r.texts() for r in rows)
         ]
-        ids = [i for i in with_text if _uuid(i) is not None]
-        here = self.query(f"SELECT count(*) FROM {self._table} WHERE id = ANY(%s::uuid[])", [ids])[
-            0
-        ][0]
-        return len(with_text) - int(here)
+        return len(with_text) - self._present(with_text)
+
+    def _present(self, memory_ids: Iterable[str]) -> int:
+        """How many of these memory ids the collection holds."""
+        ids = [i for i in memory_ids if _uuid(i) is not None]
+        rows = self.query(f"SELECT count(*) FROM {self._table} WHERE id = ANY(%s::uuid[])", [ids])
+        return int(rows[0][0])
 
     # -- filters, in SQL
 
