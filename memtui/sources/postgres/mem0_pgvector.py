@@ -294,11 +294,8 @@ class Mem0PgvectorSource(PostgresSource):
 
     # -- records
 
-    def select(self, *, lean: bool = False) -> str:
-        """The record's columns; ``lean`` (the index's rows): without the vector's dims,
-        which would read every vector."""
-        dims = "NULL" if lean else "vector_dims(t.vector)"
-        return f"SELECT t.id, t.payload, {dims} FROM {self._table} AS t"
+    def select(self) -> str:
+        return f"SELECT t.id, t.payload, vector_dims(t.vector) FROM {self._table} AS t"
 
     def record(self, row: Sequence[Any]) -> SourceRecord:
         memory_id, payload, dims = row
