@@ -178,10 +178,12 @@ class Mem0Vectors:
         """The lane's statement (its query vector marked ``<query>``), for ``EXPLAIN``."""
         where, params = source.where(filters, include_hidden=False)
         distance = f"t.vector <=> %s::{self.cast}"
-        sql = (
-            f"SELECT t.id, t.vector::text, {distance} AS distance FROM {self.table} AS t "
+        nearest = (
+            f"SELECT t.id, t.vector, {distance} AS distance FROM {self.table} AS t "
             f"WHERE t.vector IS NOT NULL AND {where} ORDER BY {distance} LIMIT %s"
         )
+        # the vectors as text for the k nearest only (not for every row the sort reads)
+        sql = f"SELECT n.id, n.vector::text, n.distance FROM ({nearest}) AS n ORDER BY n.distance"
         return sql, ["<query>", *params, "<query>", limit]
 
     def lane(
