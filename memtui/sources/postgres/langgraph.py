@@ -52,6 +52,7 @@ from memtui.sources.langgraph_read import (
 )
 from memtui.sources.postgres.catalog import PgDatabase
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, StoreProbe
+from memtui.sources.postgres.langgraph_forget import LangGraphPostgresForget
 from memtui.sources.postgres.source import PostgresSource
 from memtui.sources.postgres.url import like_prefix
 from memtui.sources.postgres.vectors import PgVectors
@@ -67,9 +68,9 @@ def iso(moment: Any) -> str | None:
     return moment.isoformat() if isinstance(moment, datetime) else str(moment)
 
 
-class LangGraphPostgresSource(PostgresSource):
+class LangGraphPostgresSource(LangGraphPostgresForget, PostgresSource):
     """A LangGraph ``PostgresStore``: read in the database, searched with memtui's keyword
-    index and pgvector's distance in SQL."""
+    index and pgvector's distance in SQL; forgotten by ``LangGraphPostgresForget``."""
 
     kind = "langgraph-postgres"
     kind_label = "LangGraph PostgresStore"
@@ -126,6 +127,16 @@ class LangGraphPostgresSource(PostgresSource):
         self, filters: Mapping[str, Any] | None, include_hidden: bool, alias: str = "s"
     ) -> tuple[str, list[Any]]:
         """The filters and the live rule as a WHERE clause on ``store AS alias``."""
+        clauses, params = self.scope_clauses(filters, alias)
+        if not include_hidden and self._has_ttl():
+            clauses.append(f"({alias}.expires_at IS NULL OR {alias}.expires_at > %s)")
+            params.append(self.now())
+        return (" AND ".join(clauses) or "TRUE"), params
+
+    def scope_clauses(
+        self, filters: Mapping[str, Any] | None, alias: str = "s"
+    ) -> tuple[list[str], list[Any]]:
+        """The filters alone, as clauses on ``store AS alias`` (an unknown key refused)."""
         filters = self.check_filters(filters)
         p = f"{alias}."
         clauses: list[str] = []
@@ -137,10 +148,23 @@ class LangGraphPostgresSource(PostgresSource):
             elif key == "record_type":
                 clauses.append("'item' = %s")
                 params.append(str(value))
-        if not include_hidden and self._has_ttl():
-            clauses.append(f"({p}expires_at IS NULL OR {p}expires_at > %s)")
-            params.append(self.now())
-        return (" AND ".join(clauses) or "TRUE"), params
+        return clauses, params
+
+    def left_out_where(
+        self, filters: Mapping[str, Any] | None, reason: str
+    ) -> tuple[str, list[Any]] | None:
+        """The items a search leaves out for ``reason``: ``expired`` (in scope), or
+        ``out_of_scope`` (live); None when there can be none."""
+        clauses, params = self.scope_clauses(filters)
+        if reason == "expired":
+            if not self._has_ttl():
+                return None
+            clauses.append("(s.expires_at IS NOT NULL AND s.expires_at <= %s)")
+            return " AND ".join(clauses), [*params, self.now()]
+        if not clauses:
+            return None
+        live, live_params = self.where(None, include_hidden=False)
+        return f"{live} AND NOT ({' AND '.join(clauses)})", [*live_params, *params]
 
     def cache_filter_sql(self) -> FilterSql:
         def namespace(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:

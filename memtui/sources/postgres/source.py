@@ -17,7 +17,9 @@ audit log, the forget protocol's hooks) whose connection is a ``PgConnection``:
 A kind (``memtui.sources.postgres.langgraph``) adds its reads, its feed and its
 vector lane. Forgetting in a Postgres store is refused until a kind implements it
 (``forget_implemented``): with ``--allow-writes`` the refusal says so, without it
-the read-only line says to pass ``--allow-writes``.
+the read-only line says to pass ``--allow-writes``. A kind that forgets deletes in
+one database transaction (``_apply_forget``); the purge after it and its checks are
+``memtui.sources.postgres.erasure`` (``_purge_applied`` here).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from memtui.sources.foreign import ForeignSqliteSource
 from memtui.sources.outcome import ForgetOutcome
 from memtui.sources.postgres.catalog import Catalog, PgDatabase
 from memtui.sources.postgres.connection import PgConnection
+from memtui.sources.postgres.erasure import UNREACHABLE, PgErasure
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, SyncedIndex
 from memtui.sources.postgres.url import PgTarget, quote_identifier
 
@@ -81,6 +84,10 @@ class PostgresSource(ForeignSqliteSource):
     #: whether the kind's forget is implemented (until then a change is refused whole)
     forget_implemented: bool = False
     write_capabilities = frozenset({"forget", "forget_scope"})
+    #: the store's tables: a forgotten text is looked for in their text and jsonb columns
+    store_tables: tuple[str, ...] = ()
+    #: the tables a forget deletes from (vacuumed after it)
+    forget_tables: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -99,7 +106,10 @@ class PostgresSource(ForeignSqliteSource):
         self.schema = database.target.schema
         self.key, self.server = store_key(self.pg, self.schema)
         anchor = store_anchor(self.kind, self.key, self.target, cache_root)
-        audit = audit_db or default_audit_path(self.kind, self.key, str(self.server["dbname"]))
+        audit = audit_db
+        if audit is None:
+            audit = default_audit_path(self.kind, self.key, str(self.server["dbname"]))
+            audit.parent.mkdir(parents=True, exist_ok=True)
         self._identity = self._read_identity()
         super().__init__(
             anchor,
@@ -161,6 +171,8 @@ class PostgresSource(ForeignSqliteSource):
         status = self.index_status()
         if status.get("refreshed_at"):
             notes.append(f"keyword index: brought up to date {status['refreshed_at']}")
+        if self.forget_implemented:
+            notes.append(self.erasure_reach())
         return SourceSummary(
             kind=base.kind,
             label=base.label,
@@ -231,6 +243,43 @@ class PostgresSource(ForeignSqliteSource):
         return None
 
     # -- changing it
+
+    def erasure(self) -> PgErasure:
+        """The purge and checks after a forget, on this store's tables."""
+        return PgErasure(self.pg, self.schema, self.store_tables, self.catalog.tables)
+
+    def erasure_reach(self) -> str:
+        """What a forget here verifies and what it cannot reach, in one line."""
+        root, why = self.erasure().data_directory()
+        if root is not None:
+            checked = "the rows, the text and jsonb columns and the tables' files are checked"
+        else:
+            checked = (
+                "the rows and the text and jsonb columns are checked, the tables rewritten "
+                f"(VACUUM FULL); their files cannot be read ({why})"
+            )
+        return f"forget: {checked}; out of memtui's reach: {UNREACHABLE}"
+
+    def forget_reach(self) -> str:
+        """The end of a forget's rule in the dialog: how it is purged and what it cannot
+        reach."""
+        return (
+            "the tables are vacuumed (VACUUM FULL where plain VACUUM leaves the bytes) and "
+            f"checked. Not reached, not verified: {UNREACHABLE}."
+        )
+
+    def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:
+        """Vacuum the changed tables and check the forgotten texts (``probes``: their UTF-8
+        bytes) and vectors (``vector_probes``) are gone; the remark says how (a rewrite,
+        a scan that could not run)."""
+        texts = [bytes(p).decode("utf-8", "replace") for p in applied.get("probes", [])]
+        vectors = list(applied.get("vector_probes", []))
+        report = self.erasure().purge(self.forget_tables, texts, vectors)
+        details: dict[str, Any] = {"purge": report.steps, **report.details}
+        if report.remarks:
+            details["remarks"] = list(report.remarks)
+            details["remark"] = "; ".join(report.remarks)
+        return report.checks, details
 
     def _refuse_unbuilt_forget(self) -> None:
         self._require_writable()

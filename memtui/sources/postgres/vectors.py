@@ -140,8 +140,14 @@ class PgVectors:
     def lane_sql(
         self, source: LangGraphPostgresSource, filters: Mapping[str, Any], limit: int
     ) -> tuple[str, list[Any]]:
-        """The lane's statement (its first parameter the query vector), for ``EXPLAIN``."""
+        """The lane's statement (its ``<query>`` parameters the query vector), for ``EXPLAIN``."""
         where, params = source.where(filters, include_hidden=False)
+        return self.nearest_sql(source, where, params, limit)
+
+    def nearest_sql(
+        self, source: LangGraphPostgresSource, where: str, params: Sequence[Any], limit: int
+    ) -> tuple[str, list[Any]]:
+        """The nearest ``limit`` vectors of the items ``where`` keeps (on ``store AS s``)."""
         distance = f"v.embedding <=> %s::{self.cast}"
         sql = (
             f"SELECT v.prefix, v.key, v.field_name, v.embedding::text, {distance} AS distance "
@@ -155,14 +161,24 @@ class PgVectors:
         self,
         source: LangGraphPostgresSource,
         query_vector: Sequence[float],
-        filters: Mapping[str, Any],
+        statement: tuple[str, list[Any]],
         limit: int,
     ) -> tuple[list[tuple[Any, ...]], str]:
-        """The nearest ``limit`` vectors of live, in-scope items, and how the plan ran."""
-        sql, params = self.lane_sql(source, filters, limit)
+        """The rows of a nearest-vectors ``statement``, and how the plan ran it."""
+        sql, params = statement
         literal = vector_text(query_vector)
         bound = [literal if p == "<query>" else p for p in params]
         return nearest(source, sql, bound, self.index, limit, f"{TABLE}.embedding")
+
+    @staticmethod
+    def best_fields(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[float, str, list[float]]]:
+        """Each item's best field, in the rows' order: raw ``1 - distance``, field, vector."""
+        best: dict[str, tuple[float, str, list[float]]] = {}
+        for prefix, key, field_name, embedding, distance in rows:
+            record_id = encode_id(ID_PREFIX, prefix, key)
+            if record_id not in best and distance is not None and math.isfinite(distance):
+                best[record_id] = (1.0 - float(distance), str(field_name), parse_vector(embedding))
+        return best
 
     def fields(self, source: LangGraphPostgresSource, version: Any) -> int:
         """The most vectors one item has (one per embedded field), counted once per store
@@ -190,13 +206,11 @@ class PgVectors:
         stop_if(cancelled)
         version = index.meta().get("source_fingerprint")
         fields = self.fields(source, version)
-        rows, note = self.fetch(source, query_vector, filters, pool_size * fields)
+        limit = pool_size * fields
+        statement = self.lane_sql(source, filters, limit)
+        rows, note = self.fetch(source, query_vector, statement, limit)
         stop_if(cancelled)
-        best: dict[str, tuple[float, str, list[float]]] = {}
-        for prefix, key, field_name, embedding, distance in rows:
-            record_id = encode_id(ID_PREFIX, prefix, key)
-            if record_id not in best and distance is not None and math.isfinite(distance):
-                best[record_id] = (1.0 - float(distance), str(field_name), parse_vector(embedding))
+        best = self.best_fields(rows)
         ordered = [(rid, score) for rid, (score, _, _) in best.items() if score > 0][:pool_size]
         cache_ids = index.cache_ids(rid for rid, _ in ordered)
         ranking = [(cache_ids[rid], score) for rid, score in ordered if rid in cache_ids]
@@ -205,8 +219,33 @@ class PgVectors:
         lane = lane_from_ranking(ranking, pool_size, dates)
         lane.note = note
         lane.missing = self.missing(source, filters, version)
+        line = ranking[-1][1] if len(ranking) >= pool_size else 0.0
+        lane.dropped = {
+            reason: self.left_out(source, index, query_vector, filters, reason, line, limit)
+            for reason in ("expired", "out_of_scope")
+        }
         self.last = {rid: best[rid] for rid, _ in ordered}
         return lane
+
+    def left_out(
+        self,
+        source: LangGraphPostgresSource,
+        index: PostgresIndex,
+        query_vector: Sequence[float],
+        filters: Mapping[str, Any],
+        reason: str,
+        line: float,
+        limit: int,
+    ) -> set[int]:
+        """The index ids of the items left out for ``reason`` (expired, out of scope) that
+        would have been in the pool: a cosine above its last one (any positive one while
+        it has room). One more nearest-vectors query, only when such items can exist."""
+        where = source.left_out_where(filters, reason)
+        if where is None:
+            return set()
+        rows, _ = self.fetch(source, query_vector, self.nearest_sql(source, *where, limit), limit)
+        entering = [rid for rid, (score, _, _) in self.best_fields(rows).items() if score > line]
+        return set(index.cache_ids(entering).values())
 
     def missing(
         self, source: LangGraphPostgresSource, filters: Mapping[str, Any], version: Any

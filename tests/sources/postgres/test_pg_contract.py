@@ -3,8 +3,9 @@
 
 The contract's tests of a file (its bytes unchanged after a read-only open, a path
 that names another file) have their Postgres forms in ``test_pg_connection.py``
-(a write refused by the database) and ``test_pg_detect.py``; its forget tests run
-once forgetting in Postgres is built.
+(a write refused by the database) and ``test_pg_detect.py``; its forget tests have
+theirs in ``test_pg_forget.py`` (a store of each test's own: the module's is never
+changed), all but the rule's sentence, which reads only.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from test_sources_contract import (  # noqa: F401 - collected here, on this modu
     test_ids_round_trip_through_get_and_json,
     test_paging_visits_every_record_once,
     test_search_returns_the_native_breakdown,
+    test_the_forget_rule_is_a_sentence,
     test_unknown_filter_keys_are_refused_loudly,
 )
 

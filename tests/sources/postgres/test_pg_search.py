@@ -66,12 +66,19 @@ def test_the_keyword_breakdown_recomputes(lg_url):
             assert detail["total"] == pytest.approx(result.trace.keyword.raw, abs=1e-6)
 
 
-def test_the_vector_lane_is_the_databases_order_and_recomputes(lg_url):
+def test_the_vector_lane_is_the_databases_order_and_recomputes(lg_store):
+    # Exact in both (the planner may walk the HNSW index even at 34 rows once the table
+    # is analyzed): the same order is then the same order, not two approximations.
+    database = lg_store.split("?")[0].rsplit("/", 1)[1]
+    sql(lg_store, f'ALTER DATABASE "{database}" SET enable_indexscan = off')
+    lg_url = lg_store
     with opened(lg_url) as source:
         response = source.search("coffee trip", embedder=EMBEDDER, limit=50, any_terms=True)
         trace = response.trace
         assert trace.fallback is None
-        assert trace.vector_search.startswith("exact scan")  # 34 rows: the planner scans
+        assert trace.vector_search == (
+            "exact scan (the planner did not use store_vectors_embedding_idx for this query)"
+        )
         pool = vector_pool(response)
         expected = raw_sql_order(lg_url, "coffee trip")
         same_order(pool, expected)
@@ -89,7 +96,10 @@ def test_the_vector_lane_is_the_databases_order_and_recomputes(lg_url):
         assert trace.pools["vector"].size == len(pool)
 
 
-def test_filters_apply_in_the_vector_lanes_sql(lg_url):
+def test_filters_apply_in_the_vector_lanes_sql(lg_store):
+    database = lg_store.split("?")[0].rsplit("/", 1)[1]
+    sql(lg_store, f'ALTER DATABASE "{database}" SET enable_indexscan = off')  # exact: see above
+    lg_url = lg_store
     with opened(lg_url) as source:
         response = source.search(
             "trip", embedder=EMBEDDER, filters={"namespace": "memories.user-1"}, limit=50
@@ -140,3 +150,23 @@ def test_a_store_without_vectors_searches_by_keyword(pg_url):
         assert not source.has_vectors()
         trace = source.search("trip", embedder=EMBEDDER).trace
         assert "no store_vectors" in trace.fallback or "no stored vectors" in trace.fallback
+
+
+def test_the_vector_lane_counts_what_the_live_rule_and_the_scope_left_out(lg_url):
+    with opened(lg_url) as source:
+        trace = source.search(
+            "scratch note trip", embedder=EMBEDDER, filters={"namespace": "sessions.s-1"}
+        ).trace
+        left_out = trace.excluded_by_lane["vector"]
+        assert left_out["expired"] == 1  # the expired scratch note, in scope
+        outside = sql(
+            lg_url,
+            "SELECT count(DISTINCT (s.prefix, s.key)) FROM store_vectors v JOIN store s "
+            "ON s.prefix = v.prefix AND s.key = v.key WHERE s.prefix <> 'sessions.s-1' "
+            "AND (s.expires_at IS NULL OR s.expires_at > %s) "
+            "AND 1 - (v.embedding <=> %s::vector) > 0",
+            (fixed_clock(), vector_text(EMBEDDER(["scratch note trip"])[0])),
+        )[0][0]
+        assert left_out["out_of_scope"] == outside > 0  # the pool had room: any positive one
+        unfiltered = source.search("scratch note trip", embedder=EMBEDDER).trace
+        assert unfiltered.excluded_by_lane["vector"]["out_of_scope"] == 0
