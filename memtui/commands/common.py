@@ -203,7 +203,8 @@ def qdrant_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--collection",
             default=None,
             metavar="NAME",
-            help="Qdrant collection (default: cyber_autoagent_memories or mem0 when present).",
+            help="Qdrant collection (default: cyber_autoagent_memories or mem0 when present), "
+            "or mem0's pgvector collection (its table) in a postgresql:// store.",
         ),
         click.option(
             "--memory-mode",
@@ -217,7 +218,7 @@ def qdrant_options(func: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
             help="mem0's history.db (default: found inside or next to the folder, "
-            "$MEM0_DIR, ~/.mem0).",
+            "$MEM0_DIR, ~/.mem0; for a postgresql:// store, only as given).",
         ),
         click.option(
             "--pg-schema",

@@ -149,15 +149,23 @@ def _recovered(
 def _refuse_others_options(kind: StoreKind, options: Mapping[str, Any], path: object) -> None:
     """Options given for another kind of store than the one at ``path`` (a path, or a URL
     named by its scheme alone: a URL may hold a password) are refused."""
+    own = options.get(kind.name)
+    taken = set(own.given_flags()) if own is not None else set()
     for other in REGISTRY:
         given = options.get(other.name)
         if other is kind or given is None:
             continue
-        used = given.given_flags()
+        used = [flag for flag in given.given_flags() if flag not in taken]
         if used:
-            raise SourceError(
-                f"{', '.join(used)} applies to {other.options_apply_to}; {path} is not one"
-            )
+            also = [
+                k.options_apply_to
+                for k in REGISTRY
+                if k is not other
+                and options.get(k.name) is not None
+                and set(used) <= set(options[k.name].given_flags())
+            ]
+            where = " and ".join([other.options_apply_to, *also])
+            raise SourceError(f"{', '.join(used)} applies to {where}; {path} is not one")
 
 
 def names_remote_store(options: Mapping[str, Any] | None) -> bool:
@@ -230,7 +238,8 @@ def open_source(
       ``qdrant_url`` (and ``api_key``, or a ready ``qdrant_client``) opens a
       server instead of ``path``; ``memory_mode`` (``operation``/``shared``)
       applies Cyber-AutoAgent's scope rule; ``mem0_history`` names mem0's
-      ``history.db``. Postgres's (``PostgresOptions``): ``pg_schema``.
+      ``history.db``. Postgres's (``PostgresOptions``): ``pg_schema``, and
+      ``collection`` and ``mem0_history`` for a mem0 pgvector collection.
 
     ``path`` may be a URL a kind opens instead of a file (``postgresql://...``: a
     LangGraph ``PostgresStore``; ``memtui.sources.postgres``).

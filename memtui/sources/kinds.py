@@ -244,13 +244,23 @@ def open_qdrant_server(request: OpenRequest, options: Any) -> MemorySource:
 
 @dataclass(frozen=True)
 class PostgresOptions:
-    """What opening a Postgres URL takes besides the URL: the schema (``--pg-schema``)."""
+    """What opening a Postgres URL takes besides the URL: the schema (``--pg-schema``);
+    for mem0's pgvector collections, ``collection`` picks one and ``mem0_history`` names
+    mem0's ``history.db`` (the options of the same names as Qdrant's)."""
 
     pg_schema: str | None = None
+    collection: str | None = None
+    mem0_history: str | Path | None = None
+
+    FLAGS = (
+        ("pg_schema", "--pg-schema"),
+        ("collection", "--collection"),
+        ("mem0_history", "--mem0-history"),
+    )
 
     def given_flags(self) -> list[str]:
         """The options given, as flags (a store of another kind refuses them)."""
-        return ["--pg-schema"] if self.pg_schema else []
+        return [flag for name, flag in self.FLAGS if getattr(self, name)]
 
 
 def open_postgres(url: str, request: OpenRequest, options: Any) -> MemorySource:

@@ -72,7 +72,8 @@ class ChangeFeed(Protocol):
         ...
 
     def database_now(self) -> str:
-        """The database's clock now, as ISO-8601 text (the next mark)."""
+        """The database's clock now, as ISO-8601 text (when a read began; the next mark
+        unless the feed has ``next_mark``)."""
         ...
 
     def changed_rows(self, since: str | None) -> Iterable[CacheRow]:
@@ -272,6 +273,7 @@ class SyncedIndex(SourceIndex):
         self.feed = feed
         self.last_sync: SyncReport | None = None
         self._mark: str | None = None
+        self._at = ""
         self._counted = 0
         self.on_open: Callable[[PostgresIndex], None] | None = None
         """Called with every index file opened (the source sets its vector lane)."""
@@ -294,8 +296,16 @@ class SyncedIndex(SourceIndex):
             self.on_open(index)
         return index
 
+    def _next_mark(self, now: str) -> str:
+        """The mark a read that begins ``now`` leaves: ``now``, or what the feed says (a
+        store whose writers stamp ``updated_at`` with their own clocks marks by the
+        latest stamp it holds, ``next_mark``)."""
+        next_mark = getattr(self.feed, "next_mark", None)
+        return str(next_mark(now)) if next_mark is not None else now
+
     def _all_rows(self) -> Iterable[CacheRow]:
-        self._mark = self.feed.database_now()
+        self._at = self.feed.database_now()
+        self._mark = self._next_mark(self._at)
         self._counted = 0
         for row in self.feed.changed_rows(None):
             self._counted += 1
@@ -328,10 +338,16 @@ class SyncedIndex(SourceIndex):
         self._rebuild(fingerprint, progress)
         index = self._store
         assert isinstance(index, PostgresIndex) and self._mark is not None
-        index.set_meta({"sync_mark": self._mark, "sync_expiries": json.dumps(probe.expiries)})
+        index.set_meta(
+            {
+                "sync_mark": self._mark,
+                "sync_expiries": json.dumps(probe.expiries),
+                "refreshed_at": self._at,
+            }
+        )
         self.last_sync = SyncReport(
             action="built",
-            at=self._mark,
+            at=self._at,
             rows_read=self._counted,
             written=self._counted,
             seconds=time.perf_counter() - started,
@@ -342,9 +358,10 @@ class SyncedIndex(SourceIndex):
     ) -> None:
         started = time.perf_counter()
         feed = self.feed
-        mark = feed.database_now()
+        at = feed.database_now()
+        mark = self._next_mark(at)
         changed = list(feed.changed_rows(_minus_lag(meta["sync_mark"])))
-        report = SyncReport(action="refreshed", at=mark, rows_read=len(changed))
+        report = SyncReport(action="refreshed", at=at, rows_read=len(changed))
         report.written = index.upsert(changed)
         if index.record_count() != probe.rows:  # deleted rows (or rows the window missed)
             self._find_deletions(index, report)
@@ -357,7 +374,7 @@ class SyncedIndex(SourceIndex):
                 "sync_mark": mark,
                 "sync_expiries": json.dumps(probe.expiries),
                 "source_fingerprint": fingerprint,
-                "refreshed_at": mark,
+                "refreshed_at": at,
             }
         )
         index.checkpoint()

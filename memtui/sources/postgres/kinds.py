@@ -7,9 +7,10 @@ connection, target and catalog). The registry's one ``postgres`` entry
 (``memtui.sources.kinds.POSTGRES``) opens a URL through ``POSTGRES_KINDS``;
 a database none of them recognizes is one line saying what it holds.
 
-Adding a kind (mem0's pgvector collection, Letta's passages): its module with
-the source class, a recognizer and an opener below, and one entry in
-``POSTGRES_KINDS``.
+Adding a kind (Letta's passages): its module with the source class, a
+recognizer and an opener below, and one entry in ``POSTGRES_KINDS``. A kind
+that holds several stores in one schema (mem0's collections) sets
+``takes_collection``: ``--collection`` then tries those kinds only.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from memtui.sources.postgres.connection import PgConnection
 from memtui.sources.postgres.url import PgTarget
 from memtui.sources.store_kind import OpenRequest
 
-PostgresOpener = Callable[[PgDatabase, OpenRequest, Any], MemorySource]
+PostgresOpener = Callable[[PgDatabase, OpenRequest, Any], MemorySource | None]
 """``open(database, request, options)``: the store in ``database``, opened (``options``:
-the registry's ``PostgresOptions``)."""
+the registry's ``PostgresOptions``); None when a closer look finds none after all."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class PostgresKind:
     """It, short, for "holds ... but no LangGraph store" (``a LangGraph store``)."""
     recognize: Callable[[Catalog, Any], bool]
     open: PostgresOpener
+    takes_collection: bool = False
+    """Whether ``--collection`` names one of its stores (then only such kinds are tried)."""
 
 
 # ---------------------------------------------------------------- LangGraph PostgresStore
@@ -63,6 +66,13 @@ def is_langgraph_postgres(catalog: Catalog, options: Any) -> bool:
 def open_langgraph_postgres(database: PgDatabase, request: OpenRequest, options: Any) -> Any:
     from memtui.sources.postgres.langgraph import LangGraphPostgresSource
 
+    if getattr(options, "mem0_history", None):
+        from memtui.sources.base import SourceError
+
+        raise SourceError(
+            f"--mem0-history applies to mem0 collections; {database.target.display} "
+            f"(schema {database.target.schema}) holds a LangGraph PostgresStore"
+        )
     return LangGraphPostgresSource(database, **request.foreign())
 
 
@@ -76,7 +86,37 @@ LANGGRAPH_POSTGRES = PostgresKind(
     open=open_langgraph_postgres,
 )
 
-POSTGRES_KINDS: tuple[PostgresKind, ...] = (LANGGRAPH_POSTGRES,)
+# ---------------------------------------------------------------- mem0 pgvector collection
+
+
+def is_mem0_pgvector(catalog: Catalog, options: Any) -> bool:
+    """A table shaped as mem0's ``PGVector`` collection: id uuid, vector, payload jsonb."""
+    from memtui.sources.postgres.mem0_pgvector import shaped_tables
+
+    return bool(shaped_tables(catalog))
+
+
+def open_mem0_pgvector(database: PgDatabase, request: OpenRequest, options: Any) -> Any:
+    from memtui.sources.postgres.mem0_pgvector import choose_collection, open_collection
+
+    collection = choose_collection(database, getattr(options, "collection", None))
+    if collection is None:
+        return None
+    return open_collection(database, collection, options, request.foreign())
+
+
+MEM0_PGVECTOR = PostgresKind(
+    name="mem0-pgvector",
+    label="mem0 pgvector collection",
+    needs="a mem0 collection table (id uuid, vector vector(n), payload jsonb with mem0's "
+    "data, hash, user_id...); --collection NAME when there are several",
+    missing="mem0 pgvector collection",
+    recognize=is_mem0_pgvector,
+    open=open_mem0_pgvector,
+    takes_collection=True,
+)
+
+POSTGRES_KINDS: tuple[PostgresKind, ...] = (LANGGRAPH_POSTGRES, MEM0_PGVECTOR)
 """Every kind a Postgres URL may hold, in the order they are tried."""
 
 
@@ -87,12 +127,16 @@ def open_database(target: PgTarget, request: OpenRequest, options: Any) -> Memor
     try:
         catalog = _catalog(conn, target)
         database = PgDatabase(target=target, conn=conn, catalog=catalog)
-        for kind in POSTGRES_KINDS:
+        named = getattr(options, "collection", None) is not None
+        tried = [kind for kind in POSTGRES_KINDS if kind.takes_collection or not named]
+        for kind in tried:
             if kind.recognize(catalog, options):
-                return kind.open(database, request, options)
+                source = kind.open(database, request, options)
+                if source is not None:
+                    return source
         from memtui.sources.base import SourceError
 
-        wanted = " or ".join(kind.missing for kind in POSTGRES_KINDS)
+        wanted = " or ".join(kind.missing for kind in tried)
         raise SourceError(f"{catalog.describe(target)} but no {wanted}")
     except BaseException:
         conn.close()

@@ -31,6 +31,7 @@ from memtui.sources.postgres.url import quote_identifier
 if TYPE_CHECKING:
     from memtui.sources.postgres.index_sync import PostgresIndex
     from memtui.sources.postgres.langgraph import LangGraphPostgresSource
+    from memtui.sources.postgres.source import PostgresSource
 
 TABLE = "store_vectors"
 MAX_EF_SEARCH = 1000
@@ -59,6 +60,59 @@ def plan_uses(plan: Any, index_name: str) -> bool:
     return any(plan_uses(plan[k], index_name) for k in ("Plan", "Plans") if k in plan)
 
 
+def ann_index(
+    indexes: Sequence[IndexInfo], column: str
+) -> tuple[IndexInfo | None, list[IndexInfo]]:
+    """The ANN index (HNSW, IVFFlat) on ``column`` that serves cosine distance, and those
+    on it that do not."""
+    ann = [i for i in indexes if i.method in ("hnsw", "ivfflat") and i.columns == (column,)]
+    usable = [i for i in ann if i.opclasses and i.opclasses[0] in COSINE_OPS]
+    return (usable[0] if usable else None), [i for i in ann if i not in usable]
+
+
+def describe_vectors(what: str, index: IndexInfo | None, unusable: Sequence[IndexInfo]) -> str:
+    """``vectors: vector(8) in store_vectors; index ... (hnsw, vector_cosine_ops)``."""
+    if index is not None:
+        used = f"index {index.name} ({index.method}, {index.opclasses[0]})"
+    else:
+        used = "no cosine index: the vector lane scans every vector exactly"
+    others = "".join(
+        f"; index {i.name} ({i.method}, {', '.join(i.opclasses)}) does not serve cosine"
+        for i in unusable
+    )
+    return f"vectors: {what}; {used}{others}"
+
+
+def nearest(
+    source: PostgresSource,
+    sql: str,
+    bound: Sequence[Any],
+    index: IndexInfo | None,
+    limit: int,
+    column: str,
+) -> tuple[list[tuple[Any, ...]], str]:
+    """The rows of a lane's statement and how its plan ran, in one read-only transaction:
+    ``hnsw.ef_search`` raised to ``limit`` for an HNSW index, ``EXPLAIN`` first to say
+    whether the planner used ``index`` (approximate) or scanned ``column`` exactly."""
+
+    def run(conn: Any) -> tuple[list[tuple[Any, ...]], str]:
+        if index is not None and index.method == "hnsw":
+            conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(limit, MAX_EF_SEARCH))}")
+        plan = conn.execute(f"EXPLAIN (FORMAT JSON) {sql}", bound).fetchone()[0]
+        rows = conn.execute(sql, bound).fetchall()
+        if index is not None and plan_uses(plan, index.name):
+            note = f"index: {index.method} {index.name} (approximate)"
+        elif index is not None:
+            note = f"exact scan (the planner did not use {index.name} for this query)"
+        else:
+            note = f"exact scan (no cosine index on {column})"
+        return list(rows), note
+
+    with source._lock:
+        result: tuple[list[tuple[Any, ...]], str] = source.pg.run(run, transaction=True)
+    return result
+
+
 class PgVectors:
     """``store_vectors`` of one schema: its dimension, its index, and the lane."""
 
@@ -72,31 +126,14 @@ class PgVectors:
         self.kind: str = column[0] if column else "vector"
         self.dims: int | None = column[1] if column else None
         self.cast = catalog.type_name(TABLE, "embedding") if self.present else "vector"
-        self.index, self.unusable = self._index(catalog.indexes.get(TABLE, []))
+        self.index, self.unusable = ann_index(catalog.indexes.get(TABLE, []), "embedding")
         self._counted: dict[tuple[Any, ...], int] = {}
         self.last: dict[str, tuple[float, str, list[float]]] = {}
         """The last lane's pool by record id: raw score, the field that scored, its vector."""
 
-    @staticmethod
-    def _index(indexes: Sequence[IndexInfo]) -> tuple[IndexInfo | None, list[IndexInfo]]:
-        """The ANN index on ``embedding`` that serves cosine distance, and those that do not."""
-        ann = [
-            i for i in indexes if i.method in ("hnsw", "ivfflat") and i.columns == ("embedding",)
-        ]
-        usable = [i for i in ann if i.opclasses and i.opclasses[0] in COSINE_OPS]
-        return (usable[0] if usable else None), [i for i in ann if i not in usable]
-
     def describe(self) -> str:
         """The vectors and the index the vector lane can use, in words."""
-        if self.index is not None:
-            what = f"index {self.index.name} ({self.index.method}, {self.index.opclasses[0]})"
-        else:
-            what = "no cosine index: the vector lane scans every vector exactly"
-        others = "".join(
-            f"; index {i.name} ({i.method}, {', '.join(i.opclasses)}) does not serve cosine"
-            for i in self.unusable
-        )
-        return f"vectors: {self.kind}({self.dims}) in {TABLE}; {what}{others}"
+        return describe_vectors(f"{self.kind}({self.dims}) in {TABLE}", self.index, self.unusable)
 
     # -- the lane
 
@@ -131,24 +168,7 @@ class PgVectors:
         sql, params = statement
         literal = vector_text(query_vector)
         bound = [literal if p == "<query>" else p for p in params]
-        index = self.index
-
-        def run(conn: Any) -> tuple[list[tuple[Any, ...]], str]:
-            if index is not None and index.method == "hnsw":
-                conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(limit, MAX_EF_SEARCH))}")
-            plan = conn.execute(f"EXPLAIN (FORMAT JSON) {sql}", bound).fetchone()[0]
-            rows = conn.execute(sql, bound).fetchall()
-            if index is not None and plan_uses(plan, index.name):
-                note = f"index: {index.method} {index.name} (approximate)"
-            elif index is not None:
-                note = f"exact scan (the planner did not use {index.name} for this query)"
-            else:
-                note = "exact scan (no cosine index on store_vectors.embedding)"
-            return list(rows), note
-
-        with source._lock:
-            result: tuple[list[tuple[Any, ...]], str] = source.pg.run(run, transaction=True)
-        return result
+        return nearest(source, sql, bound, self.index, limit, f"{TABLE}.embedding")
 
     @staticmethod
     def best_fields(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[float, str, list[float]]]:

@@ -80,7 +80,9 @@ def test_a_schema_other_than_public(runner, pg_url):
     found = runner.invoke(main, ["search", pg_url, "trip", "--pg-schema", "agents", "--json"])
     assert json.loads(found.stdout)["results"]
     line = one_error_line(runner.invoke(main, ["records", pg_url]))
-    assert line.endswith("(schema public) holds no tables but no LangGraph store")
+    assert line.endswith(
+        "(schema public) holds no tables but no LangGraph store or mem0 pgvector collection"
+    )
     line = one_error_line(runner.invoke(main, ["info", pg_url, "--pg-schema", "nope"]))
     assert "has no schema 'nope' (schemas: agents, public); give one with --pg-schema" in line
 
@@ -103,4 +105,7 @@ def test_an_unreachable_server_is_one_line(runner, command):
 def test_a_database_without_a_store_is_one_line(runner, pg_url):
     sql(pg_url, "CREATE TABLE invoices (id int)")
     line = one_error_line(runner.invoke(main, ["info", pg_url]))
-    assert line.endswith("(schema public) holds 1 table (invoices) but no LangGraph store")
+    assert line.endswith(
+        "(schema public) holds 1 table (invoices) but no LangGraph store or mem0 pgvector "
+        "collection"
+    )
