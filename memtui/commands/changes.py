@@ -24,6 +24,7 @@ from memtui.commands.common import (
     record_label,
     source_argument,
     source_options,
+    store_location,
 )
 from memtui.core.secrets import secret_paths
 from memtui.render import escape_controls, plural
@@ -94,10 +95,10 @@ def _record_kind(record: SourceRecord) -> str:
     return f"{record.tier} {record.record_type}"
 
 
-def _store_and_id(args: tuple[str, ...], qdrant: dict[str, Any]) -> tuple[Path | None, str]:
+def _store_and_id(args: tuple[str, ...], qdrant: dict[str, Any]) -> tuple[str | Path | None, str]:
     """``DB RECORD_ID``, or only ``RECORD_ID`` when --qdrant-url names the store."""
     if len(args) == 2:
-        return Path(args[0]), args[1]
+        return store_location(args[0]), args[1]
     if len(args) == 1 and qdrant.get("qdrant_url"):
         return None, args[0]
     if len(args) == 1:

@@ -167,17 +167,22 @@ def open_cli_source(
 
 
 QDRANT_KEYS = ("qdrant_url", "api_key", "collection", "memory_mode", "mem0_history")
+POSTGRES_KEYS = ("pg_schema",)
+STORE_KEYS = QDRANT_KEYS + POSTGRES_KEYS
+"""Every store kind's option the commands take (``qdrant_options`` gathers them)."""
 
 
 def qdrant_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``--qdrant-url``, ``--api-key``, ``--collection``, ``--memory-mode``, ``--mem0-history``.
+    """``--qdrant-url``, ``--api-key``, ``--collection``, ``--memory-mode``, ``--mem0-history``,
+    and Postgres's ``--pg-schema``.
 
-    The command receives them as one dict argument, ``qdrant``, for ``open_cli_source``.
+    The command receives them as one dict argument, ``qdrant``, for ``open_cli_source``
+    (the registry hands each option to the kind that takes it).
     """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kwargs["qdrant"] = {key: kwargs.pop(key, None) for key in QDRANT_KEYS}
+        kwargs["qdrant"] = {key: kwargs.pop(key, None) for key in STORE_KEYS}
         return func(*args, **kwargs)
 
     options = [
@@ -198,7 +203,8 @@ def qdrant_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--collection",
             default=None,
             metavar="NAME",
-            help="Qdrant collection (default: cyber_autoagent_memories or mem0 when present).",
+            help="Qdrant collection (default: cyber_autoagent_memories or mem0 when present), "
+            "or mem0's pgvector collection (its table) in a postgresql:// store.",
         ),
         click.option(
             "--memory-mode",
@@ -212,7 +218,13 @@ def qdrant_options(func: Callable[..., Any]) -> Callable[..., Any]:
             type=click.Path(dir_okay=False, path_type=Path),
             default=None,
             help="mem0's history.db (default: found inside or next to the folder, "
-            "$MEM0_DIR, ~/.mem0).",
+            "$MEM0_DIR, ~/.mem0; for a postgresql:// store, only as given).",
+        ),
+        click.option(
+            "--pg-schema",
+            default=None,
+            metavar="SCHEMA",
+            help="Schema of a postgresql:// store (default: public).",
         ),
     ]
     for option in reversed(options):
@@ -378,9 +390,48 @@ operator_option = click.option(
     help="Who is acting, for the audit log (default: $MEMTUI_OPERATOR, then the OS user).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")
-db_argument = click.argument("db", type=click.Path(path_type=Path))
-#: a store PATH (a file or a Qdrant folder), optional when --qdrant-url names a server
-source_argument = click.argument("db", required=False, type=click.Path(path_type=Path))
+
+
+def store_location(text: str | Path) -> str | Path:
+    """A store as the command line names it: a URL a kind opens (``postgresql://...``)
+    stays text, anything else is a path."""
+    from memtui.sources.detect import names_url_store
+
+    if isinstance(text, str) and names_url_store(text):
+        return text.strip()
+    return Path(text)
+
+
+class StoreLocation(click.ParamType):
+    """A store PATH, or a URL in its place (``postgresql://...``: kept as text, whole)."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return store_location(value)
+
+
+class DatabaseFile(click.ParamType):
+    """The PATH of a memtui database file; a URL in its place is refused in one line
+    (without the URL itself: it may hold a password)."""
+
+    name = "path"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        location = store_location(value)
+        if isinstance(location, str):
+            scheme = location.partition("://")[0]
+            self.fail(f"this command works on a memtui database file, not a {scheme}:// URL")
+        return location
+
+
+#: a store PATH (a file or a Qdrant folder) or a postgresql:// URL, optional when
+#: --qdrant-url names a server
+source_argument = click.argument("db", required=False, type=StoreLocation())
+#: any store, required (the command refuses the kinds it does not apply to)
+db_argument = click.argument("db", type=StoreLocation())
+#: a memtui database file
+database_file_argument = click.argument("db", type=DatabaseFile())
 
 
 def scope_filters(

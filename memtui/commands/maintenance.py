@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from memtui.commands.common import (
-    db_argument,
+    database_file_argument,
     emit_json,
     fixed_clock,
     json_option,
@@ -31,7 +31,7 @@ def _audit_head(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 @click.command()
-@db_argument
+@database_file_argument
 @click.option(
     "--audit-head",
     metavar="HEAD",
@@ -61,7 +61,7 @@ def check(db: Path, audit_head: AuditHead | None, as_json: bool) -> None:
 
 
 @click.command()
-@db_argument
+@database_file_argument
 @operator_option
 def compact(db: Path, operator: str | None) -> None:
     """Rewrite DB without free pages, so no old deleted content survives in them."""
@@ -75,7 +75,7 @@ def compact(db: Path, operator: str | None) -> None:
 
 
 @click.command("reindex-text")
-@db_argument
+@database_file_argument
 @operator_option
 def reindex_text(db: Path, operator: str | None) -> None:
     """Rebuild DB's full-text index from its records."""
@@ -86,7 +86,7 @@ def reindex_text(db: Path, operator: str | None) -> None:
 
 
 @click.command()
-@db_argument
+@database_file_argument
 @operator_option
 def migrate(db: Path, operator: str | None) -> None:
     """Upgrade DB, written by an older memtui, to this memtui's schema (in place, audited).

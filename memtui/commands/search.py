@@ -18,7 +18,7 @@ from rich.text import Text
 
 from memtui.commands.common import (
     console,
-    db_argument,
+    database_file_argument,
     emit_json,
     filter_options,
     json_option,
@@ -28,6 +28,7 @@ from memtui.commands.common import (
     qdrant_options,
     scope_filters,
     source_options,
+    store_location,
     warn_refused,
 )
 from memtui.commands.search_header import print_header
@@ -170,10 +171,12 @@ def search(
         _print_results(console(), response, records, explanations if explain else None)
 
 
-def _store_and_query(args: tuple[str, ...], qdrant: dict[str, Any]) -> tuple[Path | None, str]:
+def _store_and_query(
+    args: tuple[str, ...], qdrant: dict[str, Any]
+) -> tuple[str | Path | None, str]:
     """The store (None: a Qdrant server named by --qdrant-url) and the query."""
     if len(args) == 2:
-        return Path(args[0]), args[1]
+        return store_location(args[0]), args[1]
     if len(args) == 1 and qdrant.get("qdrant_url"):
         return None, args[0]
     if len(args) == 1:
@@ -492,7 +495,7 @@ def _print_explanation(
 
 
 @click.command()
-@db_argument
+@database_file_argument
 @click.option(
     "--embedder",
     "embedder_name",

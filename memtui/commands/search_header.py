@@ -124,6 +124,8 @@ def print_header(out: Console, response: SearchResponse, places: dict[str, int])
     pools = trace.pools
     for lane in ("keyword", "vector"):
         out.print(_pool_line(lane, pools[lane], trace, places.get(lane, SHOWN_PLACES)))
+    if trace.vector_search:
+        out.print(safe_text(f"vector lane in the database: {trace.vector_search}", style="dim"))
     limit = pools["keyword"].limit
     if limit is not None:
         out.print(
@@ -136,6 +138,8 @@ def print_header(out: Console, response: SearchResponse, places: dict[str, int])
     source = trace.source
     if source and source.kind != "memtui":
         out.print(safe_text(f"expiry: {source.expiry_rule} (now {trace.now})", style="dim"))
+    if source and source.index_refreshed:
+        out.print(safe_text(f"keyword index: {source.index_refreshed}", style="dim"))
     mode = trace.memory_mode
     if mode and mode.mode:
         dropped = " (the operation filter was dropped)" if mode.dropped else ""

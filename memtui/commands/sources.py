@@ -457,7 +457,7 @@ def info(
         data: dict[str, Any] = {
             "kind": source.kind,
             "label": source.label,
-            "path": str(source.path),
+            "path": source.location,
             "capabilities": sorted(source.capabilities),
             "with_allow_writes": sorted(source.write_capabilities),
             "expiry_rule": source.expiry_rule,

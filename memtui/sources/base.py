@@ -124,6 +124,12 @@ class MemorySource(ABC):
         return f"{self.path.name} ({self.kind_label})"
 
     @property
+    def location(self) -> str:
+        """The store as a person names it: its path (a database server's URL without its
+        password)."""
+        return str(self.path)
+
+    @property
     @abstractmethod
     def capabilities(self) -> frozenset[str]:
         """What this source can do here (``forget`` only when opened writable)."""

@@ -35,6 +35,7 @@ __all__ = [
     "Schema",
     "found_tables",
     "names_remote_store",
+    "names_url_store",
     "open_source",
     "read_schema",
     "recognize",
@@ -145,23 +146,49 @@ def _recovered(
     return open_and_recover
 
 
-def _refuse_others_options(kind: StoreKind, options: Mapping[str, Any], path: Path) -> None:
-    """Options given for another kind of store than the one at ``path`` are refused."""
+def _refuse_others_options(kind: StoreKind, options: Mapping[str, Any], path: object) -> None:
+    """Options given for another kind of store than the one at ``path`` (a path, or a URL
+    named by its scheme alone: a URL may hold a password) are refused."""
+    own = options.get(kind.name)
+    taken = set(own.given_flags()) if own is not None else set()
     for other in REGISTRY:
         given = options.get(other.name)
         if other is kind or given is None:
             continue
-        used = given.given_flags()
+        used = [flag for flag in given.given_flags() if flag not in taken]
         if used:
-            raise SourceError(
-                f"{', '.join(used)} applies to {other.options_apply_to}; {path} is not one"
-            )
+            also = [
+                k.options_apply_to
+                for k in REGISTRY
+                if k is not other
+                and options.get(k.name) is not None
+                and set(used) <= set(options[k.name].given_flags())
+            ]
+            where = " and ".join([other.options_apply_to, *also])
+            raise SourceError(f"{', '.join(used)} applies to {where}; {path} is not one")
 
 
 def names_remote_store(options: Mapping[str, Any] | None) -> bool:
     """Whether ``options`` name a store to open without a path (a Qdrant server)."""
     split = REGISTRY.split_options(options or {})
     return any(k.remote is not None and k.remote.named_by(split[k.name]) for k in REGISTRY)
+
+
+def names_url_store(location: object) -> bool:
+    """Whether ``location`` is a URL a kind opens in place of a path (``postgresql://...``)."""
+    return REGISTRY.url_kind(location) is not None
+
+
+def _open_url(
+    location: object, options: Mapping[str, Any], request: OpenRequest
+) -> MemorySource | None:
+    """The store a URL names in place of a path (a Postgres database), or None."""
+    kind = REGISTRY.url_kind(location)
+    if kind is None or kind.open_url is None:
+        return None
+    scheme = str(location).strip().partition("://")[0].lower()
+    _refuse_others_options(kind, options, f"a {scheme}:// URL")
+    return kind.open_url(str(location).strip(), request, options.get(kind.name))
 
 
 def _open_remote(
@@ -211,7 +238,11 @@ def open_source(
       ``qdrant_url`` (and ``api_key``, or a ready ``qdrant_client``) opens a
       server instead of ``path``; ``memory_mode`` (``operation``/``shared``)
       applies Cyber-AutoAgent's scope rule; ``mem0_history`` names mem0's
-      ``history.db``.
+      ``history.db``. Postgres's (``PostgresOptions``): ``pg_schema``, and
+      ``collection`` and ``mem0_history`` for a mem0 pgvector collection.
+
+    ``path`` may be a URL a kind opens instead of a file (``postgresql://...``: a
+    LangGraph ``PostgresStore``; ``memtui.sources.postgres``).
 
     Every open purges memtui's cached copy of a record an interrupted forget
     removed from the store (``recover_interrupted_forgets``).
@@ -230,6 +261,9 @@ def open_source(
     remote = _open_remote(path, split, request)
     if remote is not None:
         return remote
+    by_url = _open_url(path, split, request)
+    if by_url is not None:
+        return by_url
     if path is None or str(path) == "":
         hints = " or ".join(
             f"{k.remote.flag} URL for {k.remote.what}" for k in REGISTRY if k.remote

@@ -23,14 +23,16 @@ CHECKPOINT_RETRIES = 10
 @dataclass
 class Erasure:
     """What one erasure did in a foreign store: its checks (all must hold), counts for
-    the audit event (never a value), the ids whose cached copy goes or changes, and a
-    ``note`` saying in words why a check failed (never a value)."""
+    the audit event (never a value), the ids whose cached copy goes or changes, a
+    ``note`` saying in words why a check failed (never a value), and a ``remark`` the
+    outcome line adds (how the purge went, when the store says: a table rewritten)."""
 
     checks: dict[str, bool]
     details: dict[str, Any] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     touched: list[str] = field(default_factory=list)
     note: str | None = None
+    remark: str | None = None
 
     @property
     def verified(self) -> bool:

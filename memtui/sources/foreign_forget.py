@@ -94,21 +94,29 @@ class ForeignForgetting(ForeignStore, ScopeForgettable):
             intent_event_id=intent,
             removed=tuple(done.removed),
             problem=done.problem,
+            remark=done.remark,
         )
 
     def _erasure_of(self, applied: dict[str, Any], ids: list[str]) -> Erasure:
         """What ``_apply_forget`` did (to ``ids``), with the file purged and its bytes checked."""
         checks = dict(applied.get("checks", {}))
-        file_checks, purge_details = self._purge_file(applied.get("probes", []))
+        file_checks, purge_details = self._purge_applied(applied)
         checks.update(file_checks)
         removed = list(applied.get("removed", ids))
+        remark = purge_details.pop("remark", None)
         return Erasure(
             checks=checks,
             details={"removed": removed, **applied.get("details", {}), **purge_details},
             removed=removed,
             touched=list(applied.get("touched", [])),
             note=applied.get("note"),
+            remark=remark,
         )
+
+    def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:
+        """The purge after ``_apply_forget`` (``_purge_file`` of its probes; a store whose
+        forget reports more to look for reads it here)."""
+        return self._purge_file(applied.get("probes", []))
 
     # -- forget a whole scope
 
@@ -173,6 +181,7 @@ class ForeignForgetting(ForeignStore, ScopeForgettable):
             intent_event_id=intent,
             removed=tuple(done.removed),
             problem=done.problem,
+            remark=done.remark,
             scope=(key, value),
         )
 

@@ -80,7 +80,12 @@ class ForeignStore(MemorySource):
         self.audit = ForeignAudit(self.audit_path, clock=self.clock, operator=operator)
         self._conn = self._connect()
         self.columns = self._columns()
-        self.index = SourceIndex(
+        self.index = self.make_index(cache_root)
+
+    def make_index(self, cache_root: Path | None) -> SourceIndex:
+        """memtui's index of the store: rebuilt whenever ``fingerprint`` moves on (a store
+        that can say what changed refreshes it in place instead: a Postgres store)."""
+        return SourceIndex(
             kind=self.kind,
             store_path=self.path,
             allowed=self.filter_keys,

@@ -239,6 +239,59 @@ def open_qdrant_server(request: OpenRequest, options: Any) -> MemorySource:
     )
 
 
+# ---------------------------------------------------------------- Postgres
+
+
+@dataclass(frozen=True)
+class PostgresOptions:
+    """What opening a Postgres URL takes besides the URL: the schema (``--pg-schema``);
+    for mem0's pgvector collections, ``collection`` picks one and ``mem0_history`` names
+    mem0's ``history.db`` (the options of the same names as Qdrant's)."""
+
+    pg_schema: str | None = None
+    collection: str | None = None
+    mem0_history: str | Path | None = None
+
+    FLAGS = (
+        ("pg_schema", "--pg-schema"),
+        ("collection", "--collection"),
+        ("mem0_history", "--mem0-history"),
+    )
+
+    def given_flags(self) -> list[str]:
+        """The options given, as flags (a store of another kind refuses them)."""
+        return [flag for name, flag in self.FLAGS if getattr(self, name)]
+
+
+def open_postgres(url: str, request: OpenRequest, options: Any) -> MemorySource:
+    """The store the URL names: the first kind of ``memtui.sources.postgres.kinds`` that
+    recognizes the schema's tables."""
+    from memtui.sources.postgres.kinds import open_database
+    from memtui.sources.postgres.url import DEFAULT_SCHEMA, PgTarget
+
+    schema = (options.pg_schema if options is not None else None) or DEFAULT_SCHEMA
+    return open_database(PgTarget(url, schema=schema), request, options)
+
+
+def _postgres_entry() -> StoreKind:
+    from memtui.sources.postgres.kinds import POSTGRES_KINDS
+    from memtui.sources.postgres.url import SCHEMES
+
+    return StoreKind(
+        "postgres",
+        "Postgres database (" + ", ".join(k.label for k in POSTGRES_KINDS) + ")",
+        "a postgresql:// URL in place of PATH; in the schema (--pg-schema, default public): "
+        + "; or ".join(k.needs for k in POSTGRES_KINDS),
+        lambda probe: False,  # never a file: a URL names it
+        lambda probe, request, options: open_postgres(str(probe.path), request, options),
+        options=PostgresOptions,
+        options_apply_to="Postgres stores",
+        extra="psycopg: pip install 'memtui[postgres]'",
+        schemes=SCHEMES,
+        open_url=open_postgres,
+    )
+
+
 # ---------------------------------------------------------------- the entries
 
 NATIVE = StoreKind(
@@ -290,3 +343,4 @@ QDRANT = StoreKind(
         open=open_qdrant_server,
     ),
 )
+POSTGRES = _postgres_entry()

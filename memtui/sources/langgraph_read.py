@@ -6,8 +6,9 @@ source there adds the write path to ``LangGraphReads``.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -34,6 +35,12 @@ ID_PREFIX = "lg"
 _LG_TEXT = "%Y-%m-%d %H:%M:%S"  # SQLite CURRENT_TIMESTAMP
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_field(name: str) -> bool:
+    """``is_secret_key``, remembered: the same few field names come back in every item."""
+    return is_secret_key(name)
+
+
 def text_fields(value: Any) -> list[str]:
     """Every string in a JSON value, depth first, leaving out secret-named fields."""
     out: list[str] = []
@@ -41,7 +48,7 @@ def text_fields(value: Any) -> list[str]:
         out.append(value)
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            if is_secret_key(str(key)):
+            if _secret_field(str(key)):
                 continue
             out.extend(text_fields(item))
     elif isinstance(value, list):
@@ -75,6 +82,56 @@ def _utc():
     from datetime import UTC
 
     return UTC
+
+
+def namespace_facets(
+    by_prefix: Iterable[tuple[str, int]], namespace_filter: Any = None
+) -> list[TierFacet]:
+    """Tier facets from record counts per LangGraph namespace (``prefix``): the first label
+    is the tier, every deeper namespace counts its own records and those nested under it."""
+    tiers: dict[str, int] = {}
+    spaces: dict[str, dict[str, int]] = {}
+    for prefix, count in by_prefix:
+        tier = prefix.split(".", 1)[0]
+        tiers[tier] = tiers.get(tier, 0) + count
+        labels = prefix.split(".")
+        bucket = spaces.setdefault(tier, {})
+        # From the second label: the first is the tier, whose node lists it already.
+        for depth in range(2, len(labels) + 1):
+            ancestor = ".".join(labels[:depth])
+            if namespace_filter is not None and not (
+                ancestor == namespace_filter or ancestor.startswith(f"{namespace_filter}.")
+            ):
+                continue  # an ancestor above the filter would count only part of itself
+            bucket[ancestor] = bucket.get(ancestor, 0) + count
+    return [
+        TierFacet(
+            tier=t,
+            count=tiers[t],
+            scopes={"namespace": dict(sorted(spaces[t].items()))} if spaces[t] else {},
+        )
+        for t in sorted(tiers)
+    ]
+
+
+def namespace_parent(key: str, value: Any) -> str | None:
+    """A namespace nests under its parent namespace; one of two labels under its tier."""
+    if key != "namespace" or not isinstance(value, str):
+        return None
+    labels = value.split(".")
+    return ".".join(labels[:-1]) if len(labels) > 2 else None
+
+
+def item_id_hint(text: str, exists: Callable[[str], bool]) -> str:
+    """Which id names an item given as LangGraph names it (``memories.user-1/trip`` or
+    ``memories/user-1/trip``), when ``exists(candidate)``; else what an id looks like."""
+    for at in (i for i, char in enumerate(text) if char == "/"):
+        space, key = text[:at], text[at + 1 :]
+        for prefix in dict.fromkeys((space, space.replace("/", "."))):
+            candidate = encode_id(ID_PREFIX, prefix, key)
+            if exists(candidate):
+                return f"memtui's id of item {key!r} in namespace {prefix!r} is {candidate}"
+    return "a LangGraph item's id is lg:NAMESPACE/KEY, as `memtui records` lists it"
 
 
 class LangGraphReads(ForeignSqliteSource):
@@ -262,37 +319,10 @@ class LangGraphReads(ForeignSqliteSource):
         by_prefix = self.query(
             f"SELECT s.prefix, count(*) FROM store AS s WHERE {where} GROUP BY s.prefix", params
         )
-        tiers: dict[str, int] = {}
-        spaces: dict[str, dict[str, int]] = {}
-        namespace_filter = dict(filters or {}).get("namespace")
-        for prefix, count in by_prefix:
-            tier = prefix.split(".", 1)[0]
-            tiers[tier] = tiers.get(tier, 0) + count
-            labels = prefix.split(".")
-            bucket = spaces.setdefault(tier, {})
-            # From the second label: the first is the tier, whose node lists it already.
-            for depth in range(2, len(labels) + 1):
-                ancestor = ".".join(labels[:depth])
-                if namespace_filter is not None and not (
-                    ancestor == namespace_filter or ancestor.startswith(f"{namespace_filter}.")
-                ):
-                    continue  # an ancestor above the filter would count only part of itself
-                bucket[ancestor] = bucket.get(ancestor, 0) + count
-        return [
-            TierFacet(
-                tier=t,
-                count=tiers[t],
-                scopes={"namespace": dict(sorted(spaces[t].items()))} if spaces[t] else {},
-            )
-            for t in sorted(tiers)
-        ]
+        return namespace_facets(by_prefix, dict(filters or {}).get("namespace"))
 
     def scope_parent(self, key: str, value: Any) -> str | None:
-        """A namespace nests under its parent namespace; one of two labels under its tier."""
-        if key != "namespace" or not isinstance(value, str):
-            return None
-        labels = value.split(".")
-        return ".".join(labels[:-1]) if len(labels) > 2 else None
+        return namespace_parent(key, value)
 
     def page(
         self,
@@ -333,14 +363,7 @@ class LangGraphReads(ForeignSqliteSource):
         namespace and key, as LangGraph's ``get(namespace, key)`` does: say its id."""
         if self._key(record_id) is not None:
             return None
-        text = str(record_id)
-        for at in (i for i, char in enumerate(text) if char == "/"):
-            space, key = text[:at], text[at + 1 :]
-            for prefix in dict.fromkeys((space, space.replace("/", "."))):
-                candidate = encode_id(ID_PREFIX, prefix, key)
-                if self.get(candidate) is not None:
-                    return f"memtui's id of item {key!r} in namespace {prefix!r} is {candidate}"
-        return "a LangGraph item's id is lg:NAMESPACE/KEY, as `memtui records` lists it"
+        return item_id_hint(str(record_id), lambda candidate: self.get(candidate) is not None)
 
     def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
         out: dict[str, SourceRecord] = {}

@@ -29,11 +29,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date
 from pathlib import Path
 from typing import Any
 
-from memtui.core.records import format_timestamp
 from memtui.sources.base import (
     DetailSection,
     SourceError,
@@ -47,47 +46,31 @@ from memtui.sources.mem0_history import (
     HistoryRow,
     Mem0History,
     history_candidates,
+    history_detail,
 )
+from memtui.sources.mem0_payload import (
+    EXPIRY_RULE,
+    SCOPE_KEYS,
+    TIERS,
+    expiry_moment,
+    is_expired,
+    payload_fields,
+)
+from memtui.sources.mem0_payload import text as _text
 from memtui.sources.qdrant import (
     PointData,
     QdrantSource,
     pid_of,
     purge_sqlite,
     record_id_of,
-    text_of,
 )
-
-CORE_KEYS = {
-    "data",
-    "hash",
-    "created_at",
-    "updated_at",
-    "text_lemmatized",
-    "user_id",
-    "agent_id",
-    "run_id",
-    "actor_id",
-    "role",
-    "attributed_to",
-    "expiration_date",
-    "memory_type",
-}
-
-
-def _expiration(value: Any) -> date | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return date.fromisoformat(value[:10])
-    except ValueError:
-        return None
 
 
 class Mem0Source(QdrantSource):
     kind = "mem0"
     kind_label = "mem0 memories (Qdrant)"
-    tiers = ("memory", "procedural")
-    scope_keys = ("user_id", "agent_id", "run_id")
+    tiers = TIERS
+    scope_keys = SCOPE_KEYS
     forget_scope_keys = scope_keys
     hidden_state = "deleted"
     option_names = ("mem0_history",)
@@ -198,9 +181,8 @@ class Mem0Source(QdrantSource):
     @property
     def expiry_rule(self) -> str:
         return (
-            "mem0 rule: a memory with expiration_date (YYYY-MM-DD) is expired once that date is "
-            "before today (UTC); the date itself is still live. Memories deleted by mem0 whose "
-            "text is still in history.db are shown as deleted"
+            f"{EXPIRY_RULE}. Memories deleted by mem0 whose text is still in history.db are "
+            "shown as deleted"
         )
 
     def _today(self) -> date:
@@ -209,49 +191,30 @@ class Mem0Source(QdrantSource):
     def restate(self, record: SourceRecord) -> SourceRecord:
         if record.state == "deleted":
             return record
-        expiry = _expiration(record.expires_at)
-        state = "expired" if expiry is not None and expiry < self._today() else "live"
+        state = "expired" if is_expired(record.expires_at, self._today()) else "live"
         return record if state == record.state else replace(record, state=state)
 
     def record_from_point(self, point: PointData) -> SourceRecord:
-        payload = point.payload
-        expires = payload.get("expiration_date")
-        expiry = _expiration(expires)
-        expired = expiry is not None and expiry < self._today()
-        procedural = payload.get("memory_type") == "procedural_memory"
+        fields = payload_fields(point.payload, self._today())
         rows = self._rows.get(str(point.pid), [])
-        metadata: dict[str, Any] = {
-            "point_id": point.pid,
-            "hash": payload.get("hash"),
-            "updated_at": payload.get("updated_at"),
-            "actor_id": payload.get("actor_id"),
-            "role": payload.get("role"),
-        }
-        if payload.get("attributed_to") is not None:
-            metadata["attributed_to"] = payload["attributed_to"]
-        metadata["metadata"] = {k: v for k, v in payload.items() if k not in CORE_KEYS}
+        metadata: dict[str, Any] = {"point_id": point.pid, **fields.metadata}
         if rows:
             metadata["history_events"] = [r.event for r in rows]
         metadata.update(self.embedding_meta(point))
         return SourceRecord(
             id=record_id_of(point.pid),
-            tier="procedural" if procedural else "memory",
-            record_type="procedural_memory" if procedural else "memory",
-            content=text_of(payload.get("data")),
-            scope={k: _scope(payload.get(k)) for k in self.scope_keys},
-            created_at=_text(payload.get("created_at")),
-            expires_at=expires if isinstance(expires, str) else None,
-            state="expired" if expired else "live",
+            tier=fields.tier,
+            record_type=fields.record_type,
+            content=fields.content,
+            scope=fields.scope,
+            created_at=fields.created_at,
+            expires_at=fields.expires_at,
+            state=fields.state,
             metadata=metadata,
         )
 
     def cache_expiry(self, record: SourceRecord) -> str | None:
-        expiry = _expiration(record.expires_at)
-        if expiry is None:
-            return None
-        # live while expiry >= today  <=>  now < (expiry + 1 day) at 00:00 UTC
-        moment = datetime.combine(expiry + timedelta(days=1), datetime.min.time(), UTC)
-        return format_timestamp(moment)
+        return expiry_moment(record.expires_at)
 
     def notes(self, record: SourceRecord) -> str:
         if record.state == "deleted":
@@ -274,36 +237,7 @@ class Mem0Source(QdrantSource):
         return sections
 
     def history_detail(self, memory_id: str) -> DetailSection:
-        if self.history is None:
-            return DetailSection(
-                title="mem0 history",
-                note="no history.db found for this store: " + "; ".join(self._history_notes)
-                if self._history_notes
-                else "no history.db found for this store (give it with --mem0-history)",
-            )
-        rows = self.history.rows(memory_id)
-        texts = sum(1 for r in rows if r.texts())
-        return DetailSection(
-            title=f"mem0 history ({self.history.path})",
-            columns=("event", "at", "old memory", "new memory", "actor", "role", "deleted"),
-            rows=[
-                (
-                    r.event,
-                    _text(r.updated_at or r.created_at),
-                    r.old_memory,
-                    r.new_memory,
-                    r.actor_id,
-                    r.role,
-                    bool(r.is_deleted),
-                )
-                for r in rows
-            ],
-            note=(
-                f"{texts} of {len(rows)} history row(s) still hold text"
-                if rows
-                else "no history rows for this memory"
-            ),
-        )
+        return history_detail(self.history, memory_id, self._history_notes)
 
     # -- summary
 
@@ -524,15 +458,3 @@ class Mem0Source(QdrantSource):
         super().close()
         if self.history is not None:
             self.history.close()
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else str(value)
-
-
-def _scope(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    return value if isinstance(value, str) else str(value)

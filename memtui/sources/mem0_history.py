@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from memtui.config import current
-from memtui.sources.base import FileIdentity, SourceError
+from memtui.sources.base import DetailSection, FileIdentity, SourceError
+from memtui.sources.mem0_payload import text as _text
 from memtui.sources.qdrant import BUSY_TIMEOUT_MS, sqlite_uri, stat_key
 
 HISTORY_FILE = "history.db"
@@ -182,3 +183,40 @@ def history_candidates(folder: Path | None, explicit: Path | None) -> list[tuple
         out.append((env / HISTORY_FILE, "in $MEM0_DIR"))
     out.append((Path.home() / ".mem0" / HISTORY_FILE, "in ~/.mem0"))
     return out
+
+
+def history_detail(
+    history: Mem0History | None, memory_id: str, notes: Sequence[str] = ()
+) -> DetailSection:
+    """A memory's ADD/UPDATE/DELETE events in mem0's history (a record's detail); without
+    a history, why there is none."""
+    if history is None:
+        return DetailSection(
+            title="mem0 history",
+            note="no history.db found for this store: " + "; ".join(notes)
+            if notes
+            else "no history.db found for this store (give it with --mem0-history)",
+        )
+    rows = history.rows(memory_id)
+    texts = sum(1 for r in rows if r.texts())
+    return DetailSection(
+        title=f"mem0 history ({history.path})",
+        columns=("event", "at", "old memory", "new memory", "actor", "role", "deleted"),
+        rows=[
+            (
+                r.event,
+                _text(r.updated_at or r.created_at),
+                r.old_memory,
+                r.new_memory,
+                r.actor_id,
+                r.role,
+                bool(r.is_deleted),
+            )
+            for r in rows
+        ],
+        note=(
+            f"{texts} of {len(rows)} history row(s) still hold text"
+            if rows
+            else "no history rows for this memory"
+        ),
+    )

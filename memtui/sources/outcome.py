@@ -45,6 +45,8 @@ class ForgetOutcome:
     count: int | None = None
     """How many records went, when ``removed`` does not list them (a memtui database's scope)."""
     incomplete_event_id: int | None = None
+    remark: str | None = None
+    """How the purge went, in words, when the store says (a Postgres table rewritten)."""
 
     @property
     def forgotten(self) -> int:
@@ -73,8 +75,10 @@ class ForgetOutcome:
         return f"audit event #{self.event_id}"
 
     def report(self, what: str) -> str:
-        """The CLI's line: ``forgot WHAT: erasure verified (audit event #E)`` (raw text)."""
-        return f"forgot {what}: {self.erasure_status()} ({self.events_text()})"
+        """The CLI's line: ``forgot WHAT: erasure verified (audit event #E)`` (raw text),
+        and the remark after it when there is one."""
+        line = f"forgot {what}: {self.erasure_status()} ({self.events_text()})"
+        return f"{line}; {self.remark}" if self.remark else line
 
     def to_dict(self) -> dict[str, Any]:
         """The outcome as JSON: ids, counts, checks and events (never a forgotten value)."""
@@ -89,4 +93,5 @@ class ForgetOutcome:
             "event_id": self.event_id,
             "intent_event_id": self.intent_event_id,
             "incomplete_event_id": self.incomplete_event_id,
+            "remark": self.remark,
         }

@@ -21,6 +21,7 @@ BUILT_IN: tuple[StoreKind, ...] = (
     kinds.LETTA,
     kinds.TENANT,
     kinds.QDRANT,
+    kinds.POSTGRES,
 )
 
 
@@ -66,6 +67,10 @@ class Registry(Sequence[StoreKind]):
     def recognize(self, probe: Probe) -> StoreKind | None:
         return next((k for k in self._entries if k.recognize(probe)), None)
 
+    def url_kind(self, location: object) -> StoreKind | None:
+        """The kind that opens ``location`` as a URL (``postgresql://...``), or None."""
+        return next((k for k in self._entries if k.opens_url(location)), None)
+
     def folder_kinds(self) -> list[str]:
         """The folders memtui opens, in words."""
         return [k.folders for k in self._entries if k.folders]
@@ -74,8 +79,9 @@ class Registry(Sequence[StoreKind]):
         """Each kind's options object, built from ``given``.
 
         A key naming a kind holds that kind's options (an options object or a
-        mapping); any other key is an option of the one kind that declares it.
-        A value of None is an option not given.
+        mapping); any other key is an option of every kind that declares it
+        (``collection`` is Qdrant's and Postgres's). A value of None is an option
+        not given.
         """
         per_kind: dict[str, dict[str, Any]] = {}
         objects: dict[str, Any] = {}
@@ -86,10 +92,11 @@ class Registry(Sequence[StoreKind]):
                 continue
             if value is None:
                 continue
-            owner = next((k for k in self._entries if key in k.option_names()), None)
-            if owner is None:
+            owners = [k for k in self._entries if key in k.option_names()]
+            if not owners:
                 raise TypeError(f"no store kind takes an option named {key!r}")
-            per_kind.setdefault(owner.name, {})[key] = value
+            for owner in owners:
+                per_kind.setdefault(owner.name, {})[key] = value
         out: dict[str, Any] = {}
         for kind in self._entries:
             if kind.options is None:

@@ -9,6 +9,7 @@ checks every source shares. ``memtui.sources.base`` holds the interface itself.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -211,9 +212,16 @@ def encode_id(kind_prefix: str, *parts: str) -> str:
     as is, so the ``/`` separator is unambiguous.
     """
     encoded = [
-        quote(str(part), safe="", encoding="utf-8", errors="surrogatepass") for part in parts
+        text
+        if _UNQUOTED.fullmatch(text := str(part))
+        else quote(text, safe="", encoding="utf-8", errors="surrogatepass")
+        for part in parts
     ]
     return f"{kind_prefix}:" + "/".join(encoded)
+
+
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*")
+"""A part that ``quote`` leaves as it is (most keys): it skips the encoding."""
 
 
 def decode_id(kind_prefix: str, record_id: str, parts: int) -> tuple[str, ...] | None:

@@ -5,7 +5,8 @@ its name, label and what the recognizer looks for (``memtui info --formats``),
 ``recognize`` (a ``Probe`` of the path: its tables and columns, or a folder),
 ``open`` (with the ``OpenRequest`` every kind shares and the kind's own options
 object), and optionally a way to open a store the options name without a path
-(``Remote``: a server).
+(``Remote``: a server) or a store a URL names in place of the path (``schemes``
+and ``open_url``: a database server).
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ class OpenRequest:
 Opener = Callable[[Probe, OpenRequest, Any], MemorySource]
 """``open(probe, request, options)``: the store at ``probe.path``, opened."""
 
+UrlOpener = Callable[[str, OpenRequest, Any], MemorySource]
+"""``open_url(url, request, options)``: the store the URL names, opened (the kind
+recognizes what it holds itself: it connects to read it)."""
+
 
 @dataclass(frozen=True)
 class Remote:
@@ -121,6 +126,16 @@ class StoreKind:
     folders: str | None = None
     """The folders it opens, in words (``Qdrant local folders``); None for files only."""
     remote: Remote | None = None
+    schemes: tuple[str, ...] = ()
+    """URL schemes it opens in place of a path (``postgresql``); ``open_url`` opens them."""
+    open_url: UrlOpener | None = None
+
+    def opens_url(self, location: object) -> bool:
+        """Whether ``location`` is a URL of one of the kind's schemes (``postgresql://...``)."""
+        if not self.schemes or not isinstance(location, str):
+            return False
+        scheme, sep, _ = location.strip().partition("://")
+        return bool(sep) and scheme.lower() in self.schemes
 
     def describe(self) -> str:
         return f"{self.label} ({self.needs})"

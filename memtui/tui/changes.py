@@ -425,6 +425,8 @@ def _shown(saved: Saved) -> tuple[Any, ...]:
         if not outcome.verified:
             problem = outcome.problem or "see the audit log"
             message += f": erasure NOT verified ({escape_controls(str(problem))})"
+        if outcome.remark:
+            message += f"; {escape_controls(outcome.remark)}"
         return saved.event_id, message, outcome.forgotten, None
     return saved.event_id, "", 0, saved.value
 
@@ -447,4 +449,5 @@ def _forget_message(record: SourceRecord | None, outcome: ForgetOutcome) -> str:
     )
     more = len(outcome.removed) - 1
     extra = f" and {plural(more, 'related record')}" if more > 0 else ""
-    return f"Forgot {escape_controls(what)}{extra}: {escape_controls(state)}"
+    remark = f"; {outcome.remark}" if outcome.remark else ""
+    return f"Forgot {escape_controls(what)}{extra}: {escape_controls(state + remark)}"

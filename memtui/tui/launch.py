@@ -118,9 +118,9 @@ def open_app_source(
     A memtui database opens with the app's short busy timeout (``Config.busy_timeout_ms``);
     a path that does not exist is an error, never a new empty file.
     """
-    from memtui.sources.detect import names_remote_store, recognize
+    from memtui.sources.detect import names_remote_store, names_url_store, recognize
 
-    if path is not None and not names_remote_store(options):
+    if path is not None and not names_remote_store(options) and not names_url_store(path):
         path = Path(path)
         if not path.exists():
             open_app_store(path, read_only=read_only, clock=clock)  # raises "no database at"

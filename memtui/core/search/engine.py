@@ -9,6 +9,7 @@ from typing import Any
 
 from memtui.core.cancel import stop_if
 from memtui.core.index import SearchIndex
+from memtui.core.search.database import DatabaseVectorLane
 from memtui.core.search.embedding import embed_query
 from memtui.core.search.hidden import dates_of, members, np_module
 from memtui.core.search.keyword import keyword_lane
@@ -177,14 +178,20 @@ def _run_vector_lane(
         return vector, reason
     stop_if(request.cancelled)
     try:
-        vector = vector_lane(
-            store,
-            query_vector,
-            trace.filters,
-            vector.pool.limit,
-            request.cancelled,
-            request.vector_progress,
-        )
+        if isinstance(store, DatabaseVectorLane):
+            vector = store.database_vector_lane(
+                query_vector, trace.filters, vector.pool.limit, request.cancelled
+            )
+            trace.vector_search = vector.note
+        else:
+            vector = vector_lane(
+                store,
+                query_vector,
+                trace.filters,
+                vector.pool.limit,
+                request.cancelled,
+                request.vector_progress,
+            )
     except VectorMismatch as exc:
         return vector, str(exc)
     return vector, reason

@@ -89,6 +89,8 @@ class Lane:
     dropped: dict[str, Any] = field(default_factory=dict)
     # The vector lane: how many live, in-scope records have no stored vector.
     missing: int | None = None
+    # A lane computed in the store's own database: how (``index: hnsw (approximate)``).
+    note: str | None = None
 
 
 EXCLUSION_REASONS = ("refuted", "expired", "out_of_scope")

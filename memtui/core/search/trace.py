@@ -85,6 +85,9 @@ class SourceNote:
     expiry_rule: str
     index: str | None = None
     collection: str | None = None
+    index_refreshed: str | None = None
+    """When memtui's index of a store it refreshes in place was last brought up to date,
+    and what that took (``2026-11-30T12:00:00Z, 3 rows read``)."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind, "expiry_rule": self.expiry_rule}
@@ -92,6 +95,8 @@ class SourceNote:
             out["index"] = self.index
         if self.collection is not None:
             out["collection"] = self.collection
+        if self.index_refreshed is not None:
+            out["index_refreshed"] = self.index_refreshed
         return out
 
 
@@ -143,6 +148,9 @@ class SearchTrace:
     truncated: bool = False
     source: SourceNote | None = None
     memory_mode: MemoryModeNote | None = None
+    vector_search: str | None = None
+    """How a vector lane computed in the store's own database ran: with the store's
+    index (approximate) or an exact scan; None for memtui's own vector lane."""
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -175,6 +183,8 @@ class SearchTrace:
             out["source"] = self.source.to_dict()
         if self.memory_mode is not None:
             out["memory_mode"] = self.memory_mode.to_dict()
+        if self.vector_search is not None:
+            out["vector_search"] = self.vector_search
         return out
 
 

@@ -1,0 +1,364 @@
+"""Erasing what a forget deleted from a Postgres store, and checking that it is gone.
+
+A ``DELETE`` leaves the row's bytes in its page until the space is reused, and
+plain ``VACUUM`` does not wipe them either: pruning marks the space free and
+compacts the page without zeroing it (measured on Postgres 16: the text is still
+in the heap file after ``VACUUM``; ``VACUUM FULL`` writes the table anew and the
+old file is truncated at commit). So ``PgErasure.purge``:
+
+1. runs ``VACUUM (ANALYZE)`` on the tables the forget changed (``ANALYZE`` also
+   takes the text out of the planner's statistics, ``pg_statistic``);
+2. scans every text and jsonb column of the store's tables, in SQL, for a
+   distinctive part of each forgotten text (``text_gone``) and the store's
+   statistics (``statistics_gone``);
+3. on a server whose data directory memtui can read (a local one: the directory's
+   ``global/pg_control`` names the same system identifier as the server), runs a
+   ``CHECKPOINT`` and reads the tables' files (heap, TOAST, every index) for the
+   bytes; where plain ``VACUUM`` left them, runs ``VACUUM FULL`` and reads again
+   (``bytes_gone``). Where the files cannot be read, ``VACUUM FULL`` runs at once,
+   since plain ``VACUUM`` is known to leave the bytes.
+
+What memtui cannot reach is ``UNREACHABLE``: named in the dialog, in ``info``
+and in SECURITY.md, never counted as verified.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memtui.sources.postgres.connection import PgConnection
+from memtui.sources.postgres.url import quote_identifier
+from memtui.sources.shapes import SourceError
+
+UNREACHABLE = (
+    "WAL segments until the server recycles them (and any WAL archive), replicas, "
+    "base backups and pg_dump files"
+)
+"""What a forget in a Postgres store cannot erase: copies outside the tables' files."""
+TEXT_TYPES = ("text", "character varying", "character", "jsonb", "json", "name")
+PROBE_MIN = 8
+PROBE_MAX = 64
+CHUNK = 8 * 1024 * 1024
+SEGMENTS = 1024
+"""The most 1 GB segments of one relation read (beyond that the scan stops)."""
+BYTE_SCAN_LIMIT = 2 * 1024 * 1024 * 1024
+_ESCAPED = frozenset('"\\')
+
+
+def text_probes(texts: Sequence[str]) -> list[str]:
+    """A distinctive part of each text: its longest stretch that ``jsonb``'s text form
+    writes unescaped (no quote, backslash or control character), at most ``PROBE_MAX``
+    characters; stretches shorter than ``PROBE_MIN`` are no probe."""
+    out: list[str] = []
+    for text in texts:
+        best = ""
+        run: list[str] = []
+        for char in [*str(text), "\0"]:
+            if char in _ESCAPED or ord(char) < 32:
+                if len(run) > len(best):
+                    best = "".join(run)
+                run = []
+            else:
+                run.append(char)
+        probe = best[:PROBE_MAX]
+        if len(probe.encode("utf-8")) >= PROBE_MIN and probe not in out:
+            out.append(probe)
+    return out
+
+
+def string_leaves(value: Any) -> list[str]:
+    """Every string in a JSON value (keys' values, list items), depth first."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in string_leaves(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in string_leaves(item)]
+    return []
+
+
+def count_in_file(path: Path, probes: Sequence[bytes]) -> dict[bytes, int]:
+    """How often each probe occurs in the file, read in chunks (overlapping by a probe)."""
+    counts = dict.fromkeys(probes, 0)
+    keep = max((len(p) for p in probes), default=1) - 1
+    tail = b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            data = tail + chunk
+            for probe in probes:
+                # occurrences wholly inside the kept tail were counted with the last chunk
+                counts[probe] += data.count(probe) - tail.count(probe)
+            tail = data[-keep:] if keep else b""
+    return counts
+
+
+@dataclass(frozen=True)
+class VectorProbe:
+    """A forgotten pgvector value: where it was (table, column) and its components."""
+
+    table: str
+    column: str
+    values: tuple[float, ...]
+
+    def raw(self) -> bytes:
+        """Its components as the server keeps them on disk (float4, this machine's byte
+        order: the files are only read on a local server), at most ``PROBE_MAX`` bytes."""
+        return struct.pack(f"={len(self.values)}f", *self.values)[:PROBE_MAX]
+
+    def literal(self) -> str:
+        return "[" + ",".join(repr(float(v)) for v in self.values) + "]"
+
+
+@dataclass
+class PurgeReport:
+    """What the purge did and found: its checks, its steps for the audit (no value), and
+    a remark for the outcome line (a rewrite, a scan that could not run)."""
+
+    checks: dict[str, bool] = field(default_factory=dict)
+    steps: list[str] = field(default_factory=list)
+    remarks: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class PgErasure:
+    """The purge and checks after a forget, on the store's own connection."""
+
+    def __init__(
+        self,
+        pg: PgConnection,
+        schema: str,
+        store_tables: Sequence[str],
+        columns: dict[str, dict[str, str]],
+    ) -> None:
+        self.pg = pg
+        self.schema = schema
+        self.store_tables = [t for t in store_tables if t in columns]
+        self.columns = columns
+
+    def qualified(self, table: str) -> str:
+        return f"{quote_identifier(self.schema)}.{quote_identifier(table)}"
+
+    # -- where the files are
+
+    def data_directory(self) -> tuple[Path | None, str]:
+        """The server's data directory when memtui can read it here, else why not."""
+        try:
+            setting = self.pg.query("SELECT current_setting('data_directory')")[0][0]
+            ident = int(self.pg.query("SELECT system_identifier FROM pg_control_system()")[0][0])
+        except SourceError:
+            return None, "the server does not show this user its data directory"
+        path = Path(str(setting))
+        try:
+            with (path / "global" / "pg_control").open("rb") as handle:
+                control = handle.read(8)
+        except OSError:
+            return None, "the server's data directory is not readable here (a remote server?)"
+        if int.from_bytes(control, "little") != ident % 2**64:
+            return None, "the data directory at the server's path here is another server's"
+        return path, ""
+
+    def relation_files(self, tables: Sequence[str]) -> list[tuple[str, str]]:
+        """``(relation, file path relative to the data directory)`` of each table, its
+        TOAST table, and every index of both."""
+        names = [self.qualified(t) for t in tables]
+        rows = self.pg.query(
+            "WITH t AS (SELECT c.oid, c.reltoastrelid FROM pg_catalog.pg_class AS c "
+            "WHERE c.oid = ANY(SELECT to_regclass(n) FROM unnest(%s::text[]) AS n)), "
+            "r AS (SELECT oid FROM t UNION SELECT reltoastrelid FROM t WHERE reltoastrelid <> 0) "
+            "SELECT c.relname, pg_relation_filepath(c.oid) FROM pg_catalog.pg_class AS c "
+            "WHERE c.oid IN (SELECT oid FROM r UNION "
+            "SELECT indexrelid FROM pg_catalog.pg_index WHERE indrelid IN (SELECT oid FROM r)) "
+            "ORDER BY 1",
+            [names],
+        )
+        return [(str(name), str(path)) for name, path in rows if path]
+
+    def scan_files(
+        self, root: Path, tables: Sequence[str], probes: Sequence[bytes]
+    ) -> dict[bytes, int]:
+        """Occurrences of each probe in the files of ``tables`` (read after a checkpoint)."""
+        found = dict.fromkeys(probes, 0)
+        read = 0
+        for _name, relative in self.relation_files(tables):
+            base = root / relative
+            for segment in range(SEGMENTS):
+                part = base if segment == 0 else Path(f"{base}.{segment}")
+                if not part.exists():
+                    break
+                read += part.stat().st_size
+                if read > BYTE_SCAN_LIMIT:
+                    raise SourceError(f"the tables' files are over {BYTE_SCAN_LIMIT} bytes")
+                for probe, count in count_in_file(part, probes).items():
+                    found[probe] += count
+        return found
+
+    # -- in SQL
+
+    def text_columns(self, table: str) -> list[str]:
+        return [
+            column
+            for column, declared in self.columns.get(table, {}).items()
+            if declared.split("(", 1)[0] in TEXT_TYPES
+        ]
+
+    def occurrences(self, probe: str) -> int:
+        """How often ``probe`` occurs in every text and jsonb column of the store's tables
+        (rows still there: a live item with the same text, or a copy)."""
+        total = 0
+        for table in self.store_tables:
+            for column in self.text_columns(table):
+                text = f"{quote_identifier(column)}::text"
+                rows = self.pg.query(
+                    f"SELECT coalesce(sum((length({text}) - length(replace({text}, %s, '')))"
+                    f" / length(%s)), 0) FROM {self.qualified(table)} "
+                    f"WHERE strpos({text}, %s) > 0",
+                    [probe, probe, probe],
+                )
+                total += int(rows[0][0])
+        return total
+
+    def live_copies(self, vector: VectorProbe) -> int:
+        """How many copies of an equal vector the live rows account for on disk: one in
+        the heap and one in each index of its column, per live row holding it."""
+        column = quote_identifier(vector.column)
+        rows = self.pg.query(
+            f"SELECT count(*) FROM {self.qualified(vector.table)} "
+            f"WHERE {column}::text = %s::{self.vector_type(vector)}::text",
+            [vector.literal()],
+        )
+        indexes = self.pg.query(
+            "SELECT count(*) FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_attribute AS a "
+            "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
+            "WHERE i.indrelid = to_regclass(%s) AND a.attname = %s",
+            [self.qualified(vector.table), vector.column],
+        )
+        return int(rows[0][0]) * (1 + int(indexes[0][0]))
+
+    def vector_type(self, vector: VectorProbe) -> str:
+        declared = self.columns.get(vector.table, {}).get(vector.column, "vector")
+        return declared.split("(", 1)[0]
+
+    def statistics_hold(self, probes: Sequence[str]) -> bool:
+        """Whether the planner's statistics of the store's tables still show a probe."""
+        for probe in probes:
+            rows = self.pg.query(
+                "SELECT count(*) FROM pg_catalog.pg_stats WHERE schemaname = %s "
+                "AND tablename = ANY(%s) AND (strpos(most_common_vals::text, %s) > 0 "
+                "OR strpos(histogram_bounds::text, %s) > 0)",
+                [self.schema, list(self.store_tables), probe, probe],
+            )
+            if rows[0][0]:
+                return True
+        return False
+
+    # -- the purge
+
+    def vacuum(self, tables: Sequence[str], *, full: bool) -> str:
+        names = ", ".join(self.qualified(t) for t in tables)
+        statement = f"VACUUM ({'FULL, ' if full else ''}ANALYZE) {names}"
+        self.pg.run(lambda conn: conn.execute(statement))
+        return f"VACUUM ({'FULL, ' if full else ''}ANALYZE) {', '.join(tables)}"
+
+    def purge(
+        self,
+        changed: Sequence[str],
+        texts: Sequence[str],
+        vectors: Sequence[VectorProbe] = (),
+    ) -> PurgeReport:
+        """Vacuum the ``changed`` tables and check that ``texts`` and ``vectors`` (the
+        forgotten values) are gone from the store's rows, statistics and (when readable)
+        files."""
+        report = PurgeReport()
+        tables = [t for t in changed if t in self.columns]
+        probes = text_probes(texts)
+        report.details["probes"] = len(probes) + len(vectors)
+        step = self._step(report)
+        if not step("vacuum", lambda: self.vacuum(tables, full=False)):
+            return report
+        allowed: dict[bytes, int] = {}
+        if probes:
+            for probe in probes:
+                allowed[probe.encode("utf-8")] = self.occurrences(probe)
+            elsewhere = sum(allowed.values())
+            report.checks["text_gone"] = elsewhere == 0
+            if elsewhere:
+                report.details["text_elsewhere"] = elsewhere
+                report.remarks.append(
+                    f"the forgotten text is still in {elsewhere} place(s) of the store's "
+                    "tables (another item holding the same text?)"
+                )
+            report.checks["statistics_gone"] = not self.statistics_hold(probes)
+        root, why = self.data_directory()
+        if root is None or not probes:
+            if root is None:
+                report.details["file_scan"] = f"not possible: {why}"
+                report.remarks.append(f"the tables' files were not scanned: {why}")
+            report.checks["vacuum_full"] = step(
+                "vacuum_full", lambda: self.vacuum(tables, full=True)
+            )
+            report.remarks.append("the tables were rewritten (VACUUM FULL)")
+            return report
+        for vector in vectors:
+            raw = vector.raw()
+            allowed[raw] = allowed.get(raw, 0) + self.live_copies(vector)
+        self._scan_and_rewrite(report, root, tables, allowed)
+        return report
+
+    def _scan_and_rewrite(
+        self, report: PurgeReport, root: Path, tables: list[str], allowed: dict[bytes, int]
+    ) -> None:
+        """Read each table's files for each probe (``allowed``: the copies live rows account
+        for); where plain VACUUM left more, rewrite only the tables holding those probes
+        (a rewrite costs the whole table and its indexes) and read again."""
+        step = self._step(report)
+        found: list[dict[str, dict[bytes, int]]] = []
+
+        def scan() -> str:
+            self.pg.run(lambda conn: conn.execute("CHECKPOINT"))
+            found.append({t: self.scan_files(root, [t], list(allowed)) for t in self.store_tables})
+            return f"read the files of {', '.join(self.store_tables)} for the bytes"
+
+        def excess() -> dict[bytes, int]:
+            totals = {p: sum(by[p] for by in found[-1].values()) for p in allowed}
+            return {p: n - allowed[p] for p, n in totals.items() if n > allowed[p]}
+
+        if not step("file_scan", scan):
+            report.checks["bytes_gone"] = False
+            return
+        left = excess()
+        report.details["copies_after_vacuum"] = sum(left.values())
+        if left:
+            holding = [t for t in tables if any(found[-1].get(t, {}).get(p) for p in left)]
+            rewrite = holding or tables
+            report.remarks.append(
+                "plain VACUUM left the forgotten bytes in the pages of "
+                f"{', '.join(rewrite)}: rewritten (VACUUM FULL)"
+            )
+            if not step("vacuum_full", lambda: self.vacuum(rewrite, full=True)) or not step(
+                "file_scan", scan
+            ):
+                report.checks["bytes_gone"] = False
+                return
+            left = excess()
+            report.details["copies_after_vacuum_full"] = sum(left.values())
+        report.checks["bytes_gone"] = not left
+
+    @staticmethod
+    def _step(report: PurgeReport) -> Callable[[str, Callable[[], str]], bool]:
+        """Run one step of the purge: its words go to ``steps``; a failure is a failed
+        check named after it (the delete is committed: the outcome must still be written)."""
+
+        def run(name: str, work: Callable[[], str]) -> bool:
+            try:
+                report.steps.append(work())
+            except SourceError as exc:
+                report.checks[name] = False
+                report.details[f"{name}_problem"] = str(exc)[:300]
+                return False
+            return True
+
+        return run

@@ -1,0 +1,418 @@
+"""memtui's keyword index of a Postgres store, kept up to date by what changed.
+
+A SQLite store's index is rebuilt when the file moves on; a Postgres store's is
+refreshed in place (``SyncedIndex``), so that reopening after 1,000 changes
+reads those rows, not the store:
+
+- built once by reading every row in keyset batches; the *mark* is the
+  database's clock when the read began;
+- a refresh runs when the store's change probe (``ChangeFeed.probe``: counts and
+  latest ``updated_at``) differs from the one the index recorded. It reads the rows
+  with ``updated_at`` after the mark less ``LAG_SECONDS`` (a transaction that began
+  before the mark and committed after it is still read), writes those that differ,
+  then the new mark;
+- deletions (the agent's own, its TTL sweeper's): when the index holds more rows
+  than the store, the per-group counts (a LangGraph namespace: one row each) tell
+  which groups lost rows, and only those groups' ids are read to find them;
+- refreshed TTLs (LangGraph's ``refresh_ttl`` moves ``expires_at`` without
+  ``updated_at``): when the probe's expiry sums differ, the expiries are read.
+
+What a refresh costs on the server is one scan of the table for the changed rows
+(LangGraph has no index on ``updated_at``) and, after deletions, a ``GROUP BY``;
+what it transfers is the changed rows, the group counts and the ids of the groups
+that lost rows. ``last_sync`` says what the last one read.
+
+The index holds content only (the keyword lane): vectors stay in the database and
+``PostgresIndex.database_vector_lane`` asks the store for the vector lane.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+from memtui.core.search.scores import Lane
+from memtui.sources.cache import SourceIndex, fingerprint_text
+from memtui.sources.foreign_index import CacheRow, ForeignIndex, scope_column
+from memtui.sources.shapes import Progress
+
+LAG_SECONDS = 2.0
+"""How far before the mark a refresh reads again: a writer's transaction that began before
+the mark (its ``updated_at``) and committed after it is read by the next refresh."""
+
+VectorSearch = Callable[[Sequence[float], Mapping[str, Any], int, Callable[[], bool] | None], Lane]
+
+
+@dataclass(frozen=True)
+class StoreProbe:
+    """The change probe: rows, the latest ``updated_at``, and a digest of the expiries
+    (``[count, sum]`` of the rows that have one). One cheap aggregate query."""
+
+    rows: int
+    latest: str | None
+    expiries: Any = None
+
+    def to_json(self) -> list[Any]:
+        return [self.rows, self.latest, self.expiries]
+
+
+class ChangeFeed(Protocol):
+    """What a Postgres source tells its index about the store (see the module docstring)."""
+
+    group_key: str | None
+    """The scope key that groups rows for finding deletions (None: one group)."""
+
+    def probe(self) -> StoreProbe:
+        """A cheap value that changes whenever the store does."""
+        ...
+
+    def database_now(self) -> str:
+        """The database's clock now, as ISO-8601 text (when a read began; the next mark
+        unless the feed has ``next_mark``)."""
+        ...
+
+    def changed_rows(self, since: str | None) -> Iterable[CacheRow]:
+        """Every row (``since`` None) or the rows updated after ``since``, as index rows."""
+        ...
+
+    def group_counts(self) -> dict[str | None, int]:
+        """Rows per group value in the store."""
+        ...
+
+    def ids_in_groups(self, groups: Sequence[str | None]) -> set[str]:
+        """The source ids of the rows of these groups."""
+        ...
+
+    def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
+        """These rows as index rows (those that still exist)."""
+        ...
+
+    def expiries(self) -> dict[str, str | None]:
+        """The mapped expiry of every row that has one, by source id."""
+        ...
+
+
+@dataclass
+class SyncReport:
+    """What the last build or refresh did: ``rows_read`` is what came over the wire."""
+
+    action: str
+    at: str
+    rows_read: int = 0
+    written: int = 0
+    removed: int = 0
+    ids_read: int = 0
+    groups_counted: int = 0
+    expiries_read: int = 0
+    seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "at": self.at,
+            "rows_read": self.rows_read,
+            "written": self.written,
+            "removed": self.removed,
+            "ids_read": self.ids_read,
+            "groups_counted": self.groups_counted,
+            "expiries_read": self.expiries_read,
+        }
+
+    def line(self) -> str:
+        """``refreshed 2026-11-30T12:00:00+00:00: 3 rows read, 1 removed``."""
+        parts = [f"{self.rows_read} row{'' if self.rows_read == 1 else 's'} read"]
+        if self.removed:
+            parts.append(f"{self.removed} removed")
+        if self.expiries_read:
+            parts.append(f"{self.expiries_read} expiries read")
+        return f"{self.action} {self.at}: {', '.join(parts)}"
+
+
+class PostgresIndex(ForeignIndex):
+    """memtui's index file of a Postgres store: the keyword lane here, the vector lane in
+    the database (``vector_search``, set by the source when the store has vectors)."""
+
+    vector_search: VectorSearch | None = None
+    vector_dim: int | None = None
+
+    def recorded_embedder(self) -> dict[str, Any] | None:
+        if self.vector_search is None or self.vector_dim is None:
+            return None
+        return {"name": f"store-vectors-{self.vector_dim}", "dim": self.vector_dim}
+
+    def database_vector_lane(
+        self,
+        query_vector: Sequence[float],
+        filters: Mapping[str, Any],
+        pool_size: int,
+        cancelled: Callable[[], bool] | None,
+    ) -> Lane:
+        assert self.vector_search is not None
+        return self.vector_search(query_vector, filters, pool_size, cancelled)
+
+    # -- keeping it in line with the store
+
+    def upsert(self, rows: Sequence[CacheRow]) -> int:
+        """Write these rows (new ones appended, changed ones rewritten); returns how many
+        were written (a row that holds the same already is left alone)."""
+        if not rows:
+            return 0
+        held = {
+            r[0]: tuple(r[1:])
+            for start in range(0, len(rows), 500)
+            for r in self.query(
+                "SELECT source_id, content, tier, record_type, refuted, expires_at"
+                + "".join(f", {scope_column(k)}" for k in self.scope_keys)
+                + " FROM records WHERE source_id IN (SELECT value FROM json_each(?))",
+                (json.dumps([row.source_id for row in rows[start : start + 500]]),),
+            )
+        }
+        columns = "".join(f", {scope_column(key)}" for key in self.scope_keys)
+        marks = ", ?" * len(self.scope_keys)
+        insert = (
+            "INSERT INTO records (source_id, created_at, content, tier, record_type, refuted, "
+            f"expires_at{columns}) VALUES (?, ?, ?, ?, ?, ?, ?{marks})"
+        )
+        update = (
+            "UPDATE records SET tier = ?, record_type = ?, refuted = ?, expires_at = ?"
+            f"{self._scope_assignments()} WHERE source_id = ?"
+        )
+        now = self.now_text()
+        written = 0
+        with self.write() as conn:
+            for row in rows:
+                state = self._state_params(row)
+                current = held.get(row.source_id)
+                if current is None:
+                    conn.execute(insert, (row.source_id, now, row.content or "", *state))
+                    written += 1
+                    continue
+                if current == (row.content or "", *state):
+                    continue
+                conn.execute(update, (*state, row.source_id))
+                if current[0] != (row.content or ""):
+                    conn.execute(
+                        "UPDATE records SET content = ? WHERE source_id = ?",
+                        (row.content or "", row.source_id),
+                    )
+                written += 1
+        return written
+
+    def remove(self, source_ids: Iterable[str]) -> int:
+        """Delete these rows (their postings and vectors with them); merges the full-text
+        index afterwards, so a deleted text does not linger in its segments."""
+        ids = list(source_ids)
+        if not ids:
+            return 0
+        removed = 0
+        with self.write() as conn:
+            for start in range(0, len(ids), 500):
+                removed += conn.execute(
+                    "DELETE FROM records WHERE source_id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(ids[start : start + 500]),),
+                ).rowcount
+            from memtui.core.index import FTS_TABLE
+
+            conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+        return removed
+
+    def set_expiries(self, expiries: Mapping[str, str | None]) -> int:
+        """Bring these rows' expiries in line; returns how many changed."""
+        current = dict(
+            self.query("SELECT source_id, expires_at FROM records WHERE expires_at IS NOT NULL")
+        )
+        changes = [
+            (value, source_id)
+            for source_id, value in expiries.items()
+            if current.get(source_id) != value
+        ]
+        changes += [(None, source_id) for source_id in current if source_id not in expiries]
+        if changes:
+            with self.write() as conn:
+                conn.executemany("UPDATE records SET expires_at = ? WHERE source_id = ?", changes)
+        return len(changes)
+
+    def group_counts(self, key: str | None) -> dict[str | None, int]:
+        if key is None:
+            return {None: self.record_count()}
+        column = scope_column(key)
+        return {g: n for g, n in self.query(f"SELECT {column}, count(*) FROM records GROUP BY 1")}
+
+    def ids_in_groups(self, key: str | None, groups: Sequence[str | None]) -> set[str]:
+        if key is None:
+            return {r[0] for r in self.query("SELECT source_id FROM records")}
+        column = scope_column(key)
+        out: set[str] = set()
+        named = [g for g in groups if g is not None]
+        if named:
+            out.update(
+                r[0]
+                for r in self.query(
+                    f"SELECT source_id FROM records WHERE {column} IN "
+                    "(SELECT value FROM json_each(?))",
+                    (json.dumps(named),),
+                )
+            )
+        if None in groups:
+            out.update(
+                r[0] for r in self.query(f"SELECT source_id FROM records WHERE {column} IS NULL")
+            )
+        return out
+
+
+class SyncedIndex(SourceIndex):
+    """The index of one Postgres store: built once, then refreshed by what changed."""
+
+    def __init__(self, *, feed: ChangeFeed, anchor: Path, **kwargs: Any) -> None:
+        self.feed = feed
+        self.last_sync: SyncReport | None = None
+        self._mark: str | None = None
+        self._at = ""
+        self._counted = 0
+        self.on_open: Callable[[PostgresIndex], None] | None = None
+        """Called with every index file opened (the source sets its vector lane)."""
+        super().__init__(
+            store_path=anchor,
+            fingerprint=lambda: fingerprint_text(feed.probe().to_json()),
+            rows=self._all_rows,
+            **kwargs,
+        )
+
+    def _open(self, path: Path, *, create: bool = False) -> ForeignIndex:
+        index = PostgresIndex(
+            path,
+            allowed=self._allowed,
+            filter_sql=self._filter_sql,
+            clock=self._clock,
+            create=create,
+        )
+        if self.on_open is not None:
+            self.on_open(index)
+        return index
+
+    def _next_mark(self, now: str) -> str:
+        """The mark a read that begins ``now`` leaves: ``now``, or what the feed says (a
+        store whose writers stamp ``updated_at`` with their own clocks marks by the
+        latest stamp it holds, ``next_mark``)."""
+        next_mark = getattr(self.feed, "next_mark", None)
+        return str(next_mark(now)) if next_mark is not None else now
+
+    def _all_rows(self) -> Iterable[CacheRow]:
+        self._at = self.feed.database_now()
+        self._mark = self._next_mark(self._at)
+        self._counted = 0
+        for row in self.feed.changed_rows(None):
+            self._counted += 1
+            yield row
+
+    def store(self, progress: Progress | None = None) -> ForeignIndex:
+        """The index: built when missing (or of another format), refreshed when the store's
+        probe moved on since it was last brought up to date."""
+        probe = self.feed.probe()
+        fingerprint = fingerprint_text(probe.to_json())
+        if self._store is None and self.path.exists():
+            try:
+                self._store = self._open(self.path)
+            except Exception:
+                self.discard()
+        index = self._store
+        if isinstance(index, PostgresIndex):
+            meta = index.meta()
+            if meta.get("source_fingerprint") == fingerprint:
+                return index
+            if meta.get("sync_mark"):
+                self._refresh(index, meta, probe, fingerprint)
+                return index
+        self._build(probe, fingerprint, progress)
+        assert self._store is not None
+        return self._store
+
+    def _build(self, probe: StoreProbe, fingerprint: str, progress: Progress | None) -> None:
+        started = time.perf_counter()
+        self._rebuild(fingerprint, progress)
+        index = self._store
+        assert isinstance(index, PostgresIndex) and self._mark is not None
+        index.set_meta(
+            {
+                "sync_mark": self._mark,
+                "sync_expiries": json.dumps(probe.expiries),
+                "refreshed_at": self._at,
+            }
+        )
+        self.last_sync = SyncReport(
+            action="built",
+            at=self._at,
+            rows_read=self._counted,
+            written=self._counted,
+            seconds=time.perf_counter() - started,
+        )
+
+    def _refresh(
+        self, index: PostgresIndex, meta: Mapping[str, str], probe: StoreProbe, fingerprint: str
+    ) -> None:
+        started = time.perf_counter()
+        feed = self.feed
+        at = feed.database_now()
+        mark = self._next_mark(at)
+        changed = list(feed.changed_rows(_minus_lag(meta["sync_mark"])))
+        report = SyncReport(action="refreshed", at=at, rows_read=len(changed))
+        report.written = index.upsert(changed)
+        if index.record_count() != probe.rows:  # deleted rows (or rows the window missed)
+            self._find_deletions(index, report)
+        if json.dumps(probe.expiries) != meta.get("sync_expiries"):
+            expiries = feed.expiries()
+            report.expiries_read = len(expiries)
+            index.set_expiries(expiries)
+        index.set_meta(
+            {
+                "sync_mark": mark,
+                "sync_expiries": json.dumps(probe.expiries),
+                "source_fingerprint": fingerprint,
+                "refreshed_at": at,
+            }
+        )
+        index.checkpoint()
+        report.seconds = time.perf_counter() - started
+        self.last_sync = report
+
+    def _find_deletions(self, index: PostgresIndex, report: SyncReport) -> None:
+        """Compare rows per group; read the ids of the groups whose counts differ only."""
+        feed = self.feed
+        remote = feed.group_counts()
+        report.groups_counted = len(remote)
+        local = index.group_counts(feed.group_key)
+        groups = sorted(
+            (g for g in set(remote) | set(local) if remote.get(g, 0) != local.get(g, 0)),
+            key=lambda g: (g is None, g or ""),
+        )
+        if not groups:
+            return
+        there = feed.ids_in_groups(groups)
+        here = index.ids_in_groups(feed.group_key, groups)
+        report.ids_read = len(there)
+        report.removed = index.remove(sorted(here - there))
+        missed = sorted(there - here)  # rows the refresh's window could not see
+        if missed:
+            rows = feed.rows_by_id(missed)
+            report.rows_read += len(rows)
+            report.written += index.upsert(rows)
+
+    def status(self) -> dict[str, Any]:
+        out = super().status()
+        if self._store is not None:
+            meta = self._store.meta()
+            out["built_at"] = meta.get("built_at")
+            out["refreshed_at"] = meta.get("refreshed_at") or meta.get("sync_mark")
+        if self.last_sync is not None:
+            out["last_sync"] = self.last_sync.to_json()
+        return out
+
+
+def _minus_lag(mark: str) -> str:
+    return (datetime.fromisoformat(mark) - timedelta(seconds=LAG_SECONDS)).isoformat()

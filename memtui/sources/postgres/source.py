@@ -1,0 +1,313 @@
+"""What every store in a Postgres database shares: ``PostgresSource``.
+
+It is a foreign store (``ForeignSqliteSource``: search on memtui's index, the
+audit log, the forget protocol's hooks) whose connection is a ``PgConnection``:
+
+- named by its URL without the password (``label``, ``location``, ``info``, the
+  audit events), keyed in memtui's cache and data folders by server, database and
+  schema (never by the password): ``anchor`` is a folder in the cache naming it,
+  the audit log ``$XDG_DATA_HOME/memtui/audit/postgres-DB-KEY.memtui-audit.db``;
+- its keyword index refreshed in place by what changed (``SyncedIndex``; the kind
+  is the ``ChangeFeed``), its vector lane run in the database (``vector_search``);
+- its change probe (``data_version``) the feed's probe: the app's live refresh;
+- ``path_changed`` compares the database's and the store table's identities
+  (oids) with those at open: a database or table dropped and made again under the
+  same name is another store, and a change is refused.
+
+A kind (``memtui.sources.postgres.langgraph``) adds its reads, its feed and its
+vector lane. Forgetting in a Postgres store is refused until a kind implements it
+(``forget_implemented``): with ``--allow-writes`` the refusal says so, without it
+the read-only line says to pass ``--allow-writes``. A kind that forgets deletes in
+one database transaction (``_apply_forget``); the purge after it and its checks are
+``memtui.sources.postgres.erasure`` (``_purge_applied`` here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memtui.config import current
+from memtui.sources.base import SourceError, SourceRecord, SourceSummary
+from memtui.sources.cache import SourceIndex, cache_root, fingerprint_text
+from memtui.sources.foreign import ForeignSqliteSource
+from memtui.sources.outcome import ForgetOutcome
+from memtui.sources.postgres.catalog import Catalog, PgDatabase
+from memtui.sources.postgres.connection import PgConnection
+from memtui.sources.postgres.erasure import UNREACHABLE, PgErasure
+from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, SyncedIndex
+from memtui.sources.postgres.url import PgTarget, quote_identifier
+
+
+def store_key(conn: PgConnection, schema: str) -> tuple[str, dict[str, Any]]:
+    """A short key naming the store (server, database, schema, never the password),
+    and what it is made of."""
+    info = conn.info()
+    parts = {
+        "host": info["host"],
+        "port": info["port"],
+        "dbname": info["dbname"],
+        "schema": schema,
+    }
+    text = json.dumps(parts, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16], parts
+
+
+def store_anchor(kind: str, key: str, target: PgTarget, root: Path | None) -> Path:
+    """The folder in memtui's cache naming this store (its index is keyed on it)."""
+    anchor = (root or cache_root()) / "servers" / f"{kind}-{key}"
+    anchor.mkdir(parents=True, exist_ok=True)
+    info = anchor / "server.json"
+    if not info.exists():
+        info.write_text(
+            json.dumps({"url": target.display, "schema": target.schema}) + "\n", encoding="utf-8"
+        )
+    return anchor
+
+
+def default_audit_path(kind: str, key: str, dbname: str) -> Path:
+    """The audit log of a Postgres store: in the user's data folder, keyed like the cache."""
+    folder = current().data_dir / "audit"
+    folder.mkdir(parents=True, exist_ok=True)
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in dbname)[:40]
+    return folder / f"{kind}-{name}-{key}.memtui-audit.db"
+
+
+class PostgresSource(ForeignSqliteSource):
+    """A memory store in a Postgres schema that memtui did not write."""
+
+    #: the table whose identity names the store (``path_changed`` compares its oid)
+    main_table: str = ""
+    #: whether the kind's forget is implemented (until then a change is refused whole)
+    forget_implemented: bool = False
+    write_capabilities = frozenset({"forget", "forget_scope"})
+    #: the store's tables: a forgotten text is looked for in their text and jsonb columns
+    store_tables: tuple[str, ...] = ()
+    #: the tables a forget deletes from (vacuumed after it)
+    forget_tables: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        database: PgDatabase,
+        *,
+        read_only: bool = True,
+        clock: Any = None,
+        operator: str | None = None,
+        audit_db: str | Path | None = None,
+        cache_root: Path | None = None,
+    ) -> None:
+        self.database = database
+        self.target: PgTarget = database.target
+        self.pg: PgConnection = database.conn
+        self.catalog: Catalog = database.catalog
+        self.schema = database.target.schema
+        self.key, self.server = store_key(self.pg, self.schema)
+        anchor = store_anchor(self.kind, self.key, self.target, cache_root)
+        audit = audit_db
+        if audit is None:
+            audit = default_audit_path(self.kind, self.key, str(self.server["dbname"]))
+            audit.parent.mkdir(parents=True, exist_ok=True)
+        self._identity = self._read_identity()
+        super().__init__(
+            anchor,
+            read_only=read_only,
+            clock=clock,
+            operator=operator,
+            audit_db=audit,
+            cache_root=cache_root,
+        )
+        self.opened_files = []  # no file of the store's: ``path_changed`` asks the database
+
+    # -- the connection
+
+    def _connect(self) -> Any:
+        return self.pg
+
+    def _columns(self) -> dict[str, list[str]]:
+        return {table: list(columns) for table, columns in self.catalog.tables.items()}
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """One read, fetched to the end (retried while the database is busy)."""
+        with self._lock:
+            return self.pg.query(sql, params)
+
+    def table(self, name: str) -> str:
+        """``"schema"."name"``: a table of the store, quoted."""
+        return f"{quote_identifier(self.schema)}.{quote_identifier(name)}"
+
+    def close(self) -> None:
+        with self._lock:
+            self.pg.close()
+        self.index.close()
+        self.audit.close()
+
+    # -- what it is
+
+    @property
+    def label(self) -> str:
+        return f"{self.target.display_with_schema} ({self.kind_label})"
+
+    @property
+    def location(self) -> str:
+        return self.target.display_with_schema
+
+    def audit_source(self) -> dict[str, Any]:
+        return {"kind": self.kind, "store": self.target.display, "schema": self.schema}
+
+    def read_only_message(self) -> str:
+        return (
+            f"{self.label} is open read-only (the session is read-only in the database): "
+            "memtui opens foreign stores read-only; pass --allow-writes to change it"
+        )
+
+    def summary(self) -> SourceSummary:
+        base = super().summary()
+        notes = list(base.notes)
+        mode = "read-only" if self.read_only else "writable (--allow-writes)"
+        notes.append(f"session: {mode} in the database; schema {self.schema}")
+        status = self.index_status()
+        if status.get("refreshed_at"):
+            notes.append(f"keyword index: brought up to date {status['refreshed_at']}")
+        if self.forget_implemented:
+            notes.append(self.erasure_reach())
+        return SourceSummary(
+            kind=base.kind,
+            label=base.label,
+            path=self.location,
+            read_only=base.read_only,
+            counts=base.counts,
+            notes=notes,
+        )
+
+    # -- memtui's index of it
+
+    def change_feed(self) -> ChangeFeed:
+        """What the index asks the store (the kind implements it)."""
+        raise NotImplementedError
+
+    def make_index(self, cache_root: Path | None) -> SourceIndex:
+        index = SyncedIndex(
+            feed=self.change_feed(),
+            anchor=self.path,
+            kind=self.kind,
+            allowed=self.filter_keys,
+            filter_sql=self.cache_filter_sql(),
+            clock=self.cache_now,
+            count=self.record_count,
+            root=cache_root,
+        )
+        index.on_open = self.prepare_index
+        return index
+
+    def prepare_index(self, index: PostgresIndex) -> None:
+        """Set what the index asks the database for (the kind's vector lane)."""
+
+    def fingerprint(self) -> str:
+        """The change probe, as the index records it (``data_version`` too)."""
+        return fingerprint_text(self.change_feed().probe().to_json())
+
+    def data_version(self) -> Any:
+        return self.fingerprint()
+
+    def index_refreshed(self) -> str | None:
+        """When the keyword index was last brought up to date, and what that read."""
+        sync = getattr(self.index, "last_sync", None)
+        if sync is not None:
+            return sync.line()
+        refreshed = self.index_status().get("refreshed_at")
+        return f"up to date as of {refreshed}" if refreshed else None
+
+    # -- the same store?
+
+    def _read_identity(self) -> tuple[Any, ...]:
+        rows = self.pg.query(
+            "SELECT (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()), "
+            "to_regclass(%s)::oid",
+            (self.table(self.main_table),),
+        )
+        return tuple(rows[0]) if rows else ()
+
+    def path_changed(self) -> str | None:
+        try:
+            now = self._read_identity()
+        except SourceError as exc:
+            return f"{self.target.display_with_schema} cannot be read ({exc})"
+        if now != self._identity:
+            return (
+                f"the database or the {self.main_table} table at {self.target.display_with_schema}"
+                " was dropped and made again"
+            )
+        return None
+
+    # -- changing it
+
+    def erasure(self) -> PgErasure:
+        """The purge and checks after a forget, on this store's tables."""
+        return PgErasure(self.pg, self.schema, self.store_tables, self.catalog.tables)
+
+    def erasure_reach(self) -> str:
+        """What a forget here verifies and what it cannot reach, in one line."""
+        root, why = self.erasure().data_directory()
+        if root is not None:
+            checked = "the rows, the text and jsonb columns and the tables' files are checked"
+        else:
+            checked = (
+                "the rows and the text and jsonb columns are checked, the tables rewritten "
+                f"(VACUUM FULL); their files cannot be read ({why})"
+            )
+        return f"forget: {checked}; out of memtui's reach: {UNREACHABLE}"
+
+    def forget_reach(self) -> str:
+        """The end of a forget's rule in the dialog: how it is purged and what it cannot
+        reach."""
+        return (
+            "the tables are vacuumed (VACUUM FULL where plain VACUUM leaves the bytes) and "
+            f"checked. Not reached, not verified: {UNREACHABLE}."
+        )
+
+    def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:
+        """Vacuum the changed tables and check the forgotten texts (``probes``: their UTF-8
+        bytes) and vectors (``vector_probes``) are gone; the remark says how (a rewrite,
+        a scan that could not run)."""
+        texts = [bytes(p).decode("utf-8", "replace") for p in applied.get("probes", [])]
+        vectors = list(applied.get("vector_probes", []))
+        report = self.erasure().purge(self.forget_tables, texts, vectors)
+        details: dict[str, Any] = {"purge": report.steps, **report.details}
+        if report.remarks:
+            details["remarks"] = list(report.remarks)
+            details["remark"] = "; ".join(report.remarks)
+        return report.checks, details
+
+    def _refuse_unbuilt_forget(self) -> None:
+        self._require_writable()
+        if not self.forget_implemented:
+            raise SourceError(
+                f"forgetting in a {self.kind_label} is not available in this memtui; "
+                "nothing was changed"
+            )
+
+    def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
+        """The kind's forget rule in one database transaction (a kind that forgets sets
+        ``forget_implemented`` and overrides this)."""
+        self._refuse_unbuilt_forget()
+        raise AssertionError("a kind that forgets overrides _apply_forget")
+
+    def forget(self, record_id: str, *, reason: str, operator: str | None = None) -> ForgetOutcome:
+        self._refuse_unbuilt_forget()
+        return super().forget(record_id, reason=reason, operator=operator)
+
+    def forget_scope(
+        self,
+        *,
+        engagement: str | None = None,
+        scope: tuple[str, str] | None = None,
+        reason: str,
+        operator: str | None = None,
+    ) -> ForgetOutcome:
+        self._refuse_unbuilt_forget()
+        return super().forget_scope(
+            engagement=engagement, scope=scope, reason=reason, operator=operator
+        )
