@@ -34,6 +34,13 @@ def fixed_clock() -> datetime:
     return NOW
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``starts_first`` run first, the rest in their order: a long test
+    handed out last (pytest-xdist gives out the tests in this order) keeps one worker
+    busy while the others have finished."""
+    items.sort(key=lambda item: item.get_closest_marker("starts_first") is None)
+
+
 @pytest.fixture(autouse=True)
 def private_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test gets its own cache, data and config folders, never the operator's.

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 from rich.text import Text
 from textual import work
 from textual.app import App
+from textual.css.query import NoMatches
 from textual.widgets import Static, TabbedContent
 
 from memtui.core.store import MemoryStoreError
@@ -112,9 +113,14 @@ class AppBase(App[None]):
         return self.query_one(f"#{tab}-pane", Pane)
 
     def mounted_pane(self, tab: str) -> Pane | None:
-        """The tab's pane, or None while it waits for Browse's first page to mount."""
-        found = self.query(f"#{tab}-pane")
-        return found.first(Pane) if found else None
+        """The tab's pane, or None while it waits for Browse's first page to mount.
+
+        ``query_one`` by id, not ``query``: a poll and a key ask for each tab, and a query
+        walks the whole screen (twice: to test it, then for the first match)."""
+        try:
+            return self.query_one(f"#{tab}-pane", Pane)
+        except NoMatches:
+            return None
 
     def update_summary(self, tiers: dict[str, tuple[int, int]]) -> None:
         live = sum(n for n, _ in tiers.values())

@@ -5,6 +5,7 @@ Not imported by the app itself.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import re
@@ -95,12 +96,14 @@ async def wait_for(
     """Let the app run (timers, workers, messages) until ``condition`` holds.
 
     Fails the test after ``timeout`` seconds (saying it waited for ``what``): the
-    condition is checked between short pauses, never assumed after a fixed number of them.
+    condition is checked between short sleeps, never assumed after a fixed number of
+    them. A sleep, not ``pilot.pause``: ``pilot``'s app runs meanwhile all the same (its
+    own timer draws the screen), and a pause makes every widget handle a message.
     """
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await pilot.pause(interval)
+        await asyncio.sleep(interval)
 
 
 def _full_screen_update(app: App):

@@ -201,6 +201,7 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None
     assert rows == expected, "every row the writer wrote is on file, less the forgotten one"
 
 
+@pytest.mark.starts_first
 async def test_a_live_writer_shows_up_and_a_forget_during_its_writes_succeeds(
     sample_path: Path,
 ):

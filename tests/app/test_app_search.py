@@ -748,6 +748,7 @@ SCREEN_QUERIES = ("sql injection", "time-based blind sql", "idor")
 """Queries whose breakdowns the Pilot test below also walked through every weight."""
 
 
+@pytest.mark.starts_first
 def test_every_breakdown_redoes_from_its_printed_digits(store: MemoryStore):
     """Every sample-corpus query, every what-if weight, every result: each printed line's
     arithmetic redone from the printed digits (``redo_breakdown``); the queries the Pilot
@@ -777,6 +778,7 @@ def test_every_breakdown_redoes_from_its_printed_digits(store: MemoryStore):
     assert breakdowns > 10_000 and lines > 5 * breakdowns
 
 
+@pytest.mark.starts_first
 async def test_breakdowns_on_screen_redo_at_every_weight(store: MemoryStore):
     """Through the keys: every result expanded, ``]`` to the vector end then ``[`` to the
     keyword end, each breakdown as the list renders it redone from its digits. (The

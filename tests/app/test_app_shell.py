@@ -514,6 +514,7 @@ async def type_quote_into_the_query_box(app: MemtuiApp, pilot, came_from: str) -
     box.value = ""
 
 
+@pytest.mark.starts_first
 async def test_2_and_slash_put_focus_in_the_query_box_from_every_focus(sample_copy: MemoryStore):
     """Before any search, 2 and / reach the query box wherever focus was (a scrolled
     detail pane, a Lanes select, a closed dialog): typing a query never quits the app.
@@ -530,6 +531,7 @@ async def test_2_and_slash_put_focus_in_the_query_box_from_every_focus(sample_co
             await press_each(pilot, ("escape", "1"))
 
 
+@pytest.mark.starts_first
 async def test_with_results_2_focuses_them_and_slash_the_query_box(sample_copy: MemoryStore):
     """Once a search has results, they are Search's main widget: 2 focuses them and /
     the query box, from a scrolled detail pane as from anywhere."""

@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 
@@ -45,6 +46,7 @@ def _run(out_dir, *extra):
     )
 
 
+@pytest.mark.starts_first
 def test_the_harness_prints_every_row_and_reuses_its_database(tmp_path):
     ROWS = _rows()
     done = _run(tmp_path)
