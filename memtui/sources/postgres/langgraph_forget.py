@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memtui.sources.base import SourceError, SourceRecord
-from memtui.sources.postgres.erasure import VectorProbe, string_leaves
+from memtui.sources.postgres.erasure import string_leaves
+from memtui.sources.postgres.forget import forgotten, in_one_transaction, vector_probes
 
 KEYS = "(SELECT * FROM unnest(%s::text[], %s::text[]))"
 """The (prefix, key) pairs of a forget, as a relation (two text arrays)."""
@@ -110,27 +111,17 @@ class LangGraphPostgresForget:
             items = conn.execute(f"DELETE FROM {store} WHERE (prefix, key) IN {KEYS}", keys)
             return values, embeddings, removed_vectors, items.rowcount
 
-        try:
-            values, embeddings, removed_vectors, items = self.pg.run(delete, transaction=True)
-        except SourceError as exc:
-            raise SourceError(
-                f"forget failed, the transaction was rolled back and nothing was changed: {exc}"
-            ) from None
+        values, embeddings, removed_vectors, items = in_one_transaction(self.pg, delete)
         left = self.pg.query(f"SELECT count(*) FROM {store} WHERE (prefix, key) IN {KEYS}", keys)
         vectors_left = (
             self.pg.query(f"SELECT count(*) FROM {vectors} WHERE (prefix, key) IN {KEYS}", keys)
             if vectors is not None
             else [(0,)]
         )
-        texts = [text for value in values for text in string_leaves(value)]
-        return {
-            "removed": [r.id for r in records],
-            "checks": {"row_gone": not left[0][0], "vectors_gone": not vectors_left[0][0]},
-            "probes": [text.encode("utf-8") for text in texts],
-            "vector_probes": [
-                VectorProbe("store_vectors", "embedding", tuple(float(v) for v in e))
-                for e in embeddings
-                if e and self.vectors.kind == "vector"
-            ],
-            "details": {"rows_removed": items, "vectors_removed": removed_vectors},
-        }
+        return forgotten(
+            records,
+            [text for value in values for text in string_leaves(value)],
+            vector_probes("store_vectors", "embedding", self.vectors.kind, embeddings),
+            {"row_gone": not left[0][0], "vectors_gone": not vectors_left[0][0]},
+            {"rows_removed": items, "vectors_removed": removed_vectors},
+        )

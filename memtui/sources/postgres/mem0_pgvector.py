@@ -20,9 +20,8 @@ scope keys ``user_id``/``agent_id``/``run_id``, metadata, the expiry rule).
   otherwise: ``--mem0-history PATH`` attaches it, and a record's detail shows
   its ADD/UPDATE/DELETE events.
 
-Forgetting (a memory, a user / agent / run) is the forget machinery's: what it
-needs is here (``table_name``, ``id_column``, ``payload_column``, the scope keys
-``forget_scope_keys`` matches as ``payload->>KEY``).
+Forgetting (a memory, a user / agent / run: ``forget_scope_keys``, matched as
+``payload->>KEY``) is ``Mem0PgvectorForget``'s (``memtui.sources.postgres.mem0_forget``).
 """
 
 from __future__ import annotations
@@ -57,6 +56,7 @@ from memtui.sources.mem0_payload import (
 )
 from memtui.sources.postgres.catalog import Catalog, PgDatabase
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex
+from memtui.sources.postgres.mem0_forget import Mem0PgvectorForget
 from memtui.sources.postgres.mem0_sync import Mem0Feed, Mem0Vectors
 from memtui.sources.postgres.source import PostgresSource
 from memtui.sources.postgres.url import quote_identifier
@@ -143,9 +143,9 @@ def choose_collection(database: PgDatabase, named: str | None) -> str | None:
 # ---------------------------------------------------------------- the source
 
 
-class Mem0PgvectorSource(PostgresSource):
+class Mem0PgvectorSource(Mem0PgvectorForget, PostgresSource):
     """One mem0 pgvector collection: read in the database, searched with memtui's keyword
-    index and pgvector's distance in SQL."""
+    index and pgvector's distance in SQL; forgotten by ``Mem0PgvectorForget``."""
 
     kind = "mem0-pgvector"
     kind_label = "mem0 pgvector collection"

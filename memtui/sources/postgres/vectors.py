@@ -149,11 +149,16 @@ class PgVectors:
     ) -> tuple[str, list[Any]]:
         """The nearest ``limit`` vectors of the items ``where`` keeps (on ``store AS s``)."""
         distance = f"v.embedding <=> %s::{self.cast}"
-        sql = (
-            f"SELECT v.prefix, v.key, v.field_name, v.embedding::text, {distance} AS distance "
+        nearest = (
+            f"SELECT v.prefix, v.key, v.field_name, v.embedding, {distance} AS distance "
             f"FROM {self.table} AS v JOIN {source.table('store')} AS s "
             f"ON s.prefix = v.prefix AND s.key = v.key WHERE {where} "
             f"ORDER BY {distance} LIMIT %s"
+        )
+        # the vectors as text for the k nearest only (not for every row the sort reads)
+        sql = (
+            "SELECT n.prefix, n.key, n.field_name, n.embedding::text, n.distance "
+            f"FROM ({nearest}) AS n ORDER BY n.distance"
         )
         return sql, ["<query>", *params, "<query>", limit]
 

@@ -80,3 +80,22 @@ def sql(url: str, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
     with psycopg.connect(url, autocommit=True) as conn:
         cursor = conn.execute(statement, params)
         return list(cursor.fetchall()) if cursor.description else []
+
+
+def vector_text_casts(source: Any, statement: tuple[str, list[Any]], column: str) -> list[str]:
+    """The plan nodes of a lane's ``statement`` (its ``<query>`` bound to a vector) whose
+    output turns ``column`` into text, top node first (``EXPLAIN VERBOSE``)."""
+    sql_text, params = statement
+    query = "[" + ",".join(["0.1"] * source.vectors.dims) + "]"
+    bound = [query if p == "<query>" else p for p in params]
+    plan = source.pg.query(f"EXPLAIN (VERBOSE, FORMAT JSON) {sql_text}", bound)[0][0]
+    found: list[str] = []
+
+    def walk(node: dict[str, Any], depth: int) -> None:
+        if any(f"{column})::text" in str(item) for item in node.get("Output", [])):
+            found.append(f"{depth}:{node['Node Type']}")
+        for child in node.get("Plans", []):
+            walk(child, depth + 1)
+
+    walk(plan[0]["Plan"], 0)
+    return found

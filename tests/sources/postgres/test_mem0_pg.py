@@ -25,6 +25,7 @@ from .mem0_support import (
     write_history,
     write_telemetry,
 )
+from .support import vector_text_casts
 
 pytest.importorskip("mem0")
 
@@ -305,3 +306,9 @@ def test_the_query_vector_is_bound_not_spliced(m0_url):
         statement, params = source.vectors.lane_sql(source, {"user_id": "x' OR '1'='1"}, 10)
         assert "x'" not in statement and params[0] == "<query>"
         assert vector_text([0.5, 1.0]) == "[0.5,1.0]"
+
+
+def test_only_the_k_nearest_vectors_are_turned_into_text(m0_url):
+    with opened(m0_url) as source:
+        statement = source.vectors.lane_sql(source, {"user_id": "alice"}, 10)
+        assert vector_text_casts(source, statement, "vector") == ["0:Subquery Scan"]

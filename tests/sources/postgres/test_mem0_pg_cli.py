@@ -1,5 +1,6 @@
 """``memtui info/records/search URL`` on mem0's pgvector collection, end to end through the
-command line; a change without --allow-writes is one line."""
+command line; a change without --allow-writes is one line (the forget itself:
+``test_mem0_pg_forget.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from conftest import one_error_line
 from memtui.cli import main
 
 from .conftest import new_database
-from .mem0_support import MEMORIES, record_id, sql, write_collection, write_history
+from .mem0_support import MEMORIES, record_id, write_collection, write_history
 
 pytest.importorskip("mem0")
 
@@ -61,11 +62,3 @@ def test_a_forget_without_allow_writes_is_refused_in_one_line(runner, m0_cli_url
     )
     line = one_error_line(result)
     assert "is open read-only" in line and "pass --allow-writes to change it" in line
-
-
-def test_a_forget_is_not_built_for_this_kind_yet(runner, m0_cli_url):
-    args = ["forget", m0_cli_url, record_id("paris"), "--reason", "r", "--yes", "--allow-writes"]
-    line = one_error_line(runner.invoke(main, args))
-    assert "forgetting in a mem0 pgvector collection is not available" in line
-    assert "nothing was changed" in line
-    assert sql(m0_cli_url, "SELECT count(*) FROM memories") == [(len(MEMORIES),)]

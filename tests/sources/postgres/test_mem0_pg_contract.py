@@ -1,6 +1,8 @@
 """The MemorySource contract (``tests/sources/test_sources_contract.py``) on mem0's pgvector
 collection: the same tests, with the collection in a database written by mem0's own
-``PGVector``. Its forget tests run once forgetting in this kind is built."""
+``PGVector``. Its forget tests have their forms in ``test_mem0_pg_forget.py`` (a
+collection of each test's own: the module's is never changed), all but the rule's
+sentence, which reads only."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from test_sources_contract import (  # noqa: F401 - collected here, on this modu
     test_ids_round_trip_through_get_and_json,
     test_paging_visits_every_record_once,
     test_search_returns_the_native_breakdown,
+    test_the_forget_rule_is_a_sentence,
     test_unknown_filter_keys_are_refused_loudly,
 )
 

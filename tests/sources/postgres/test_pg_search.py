@@ -11,7 +11,7 @@ from memtui.core.search import cosine
 from memtui.sources import open_source
 from memtui.sources.postgres.vectors import parse_vector, vector_text
 
-from .support import EMBEDDER, sql
+from .support import EMBEDDER, sql, vector_text_casts
 
 
 def opened(url, **kwargs):
@@ -170,3 +170,11 @@ def test_the_vector_lane_counts_what_the_live_rule_and_the_scope_left_out(lg_url
         assert left_out["out_of_scope"] == outside > 0  # the pool had room: any positive one
         unfiltered = source.search("scratch note trip", embedder=EMBEDDER).trace
         assert unfiltered.excluded_by_lane["vector"]["out_of_scope"] == 0
+
+
+def test_only_the_k_nearest_vectors_are_turned_into_text(lg_url):
+    """The lane reads the vectors back as text for its k results, not for every row the
+    sort reads: the cast is in the top node of the plan alone."""
+    with opened(lg_url) as source:
+        statement = source.vectors.lane_sql(source, {}, 10)
+        assert vector_text_casts(source, statement, "embedding") == ["0:Subquery Scan"]
