@@ -79,7 +79,7 @@ def _busy(app: App) -> bool:
         return True
     for node in {app, *screens, *app._registry}:
         queue = node.__dict__.get("_message_queue")  # made with a node's first message
-        if queue is not None and queue.qsize() or node._next_callbacks:
+        if (queue is not None and queue.qsize()) or node._next_callbacks:
             return True
         if not node._mounted_event.is_set():
             return True
