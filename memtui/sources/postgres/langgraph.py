@@ -28,15 +28,12 @@ from typing import Any
 from memtui.core.records import format_timestamp
 from memtui.core.search import SearchRequest, SearchResponse
 from memtui.sources.base import (
-    DEFAULT_PAGE_SIZE,
     FIELD_SEPARATOR,
     DetailSection,
-    Page,
     SourceError,
     SourceRecord,
     SourceSummary,
     TierFacet,
-    check_limit,
     decode_id,
     encode_id,
 )
@@ -270,23 +267,6 @@ class LangGraphPostgresSource(LangGraphPostgresForget, PostgresSource):
             params.extend(parts)
         sql = f"{self.select()} WHERE {where} ORDER BY s.prefix, s.key LIMIT %s"
         return sql, [*params, limit + 1]
-
-    def page(
-        self,
-        filters: Mapping[str, Any] | None = None,
-        *,
-        after: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-        include_hidden: bool = False,
-    ) -> Page:
-        limit = check_limit(limit)
-        sql, params = self.page_sql(
-            filters, after=after, limit=limit, include_hidden=include_hidden
-        )
-        rows = self.query(sql, params)
-        records = [self.record(r) for r in rows[:limit]]
-        more = len(rows) > limit
-        return Page(records=records, next_cursor=records[-1].id if more and records else None)
 
     def _key(self, record_id: str) -> tuple[str, str] | None:
         parts = decode_id(ID_PREFIX, str(record_id), 2)

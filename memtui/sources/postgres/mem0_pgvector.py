@@ -36,14 +36,11 @@ from typing import TYPE_CHECKING, Any
 from memtui.core.search import SearchRequest, SearchResponse
 from memtui.core.secrets import mask_metadata
 from memtui.sources.base import (
-    DEFAULT_PAGE_SIZE,
     DetailSection,
-    Page,
     SourceError,
     SourceRecord,
     SourceSummary,
     TierFacet,
-    check_limit,
     decode_id,
     encode_id,
 )
@@ -381,23 +378,6 @@ class Mem0PgvectorSource(Mem0PgvectorForget, PostgresSource):
             where += " AND t.id > %s::uuid"
             params.append(memory_id)
         return f"{self.select()} WHERE {where} ORDER BY t.id LIMIT %s", [*params, limit + 1]
-
-    def page(
-        self,
-        filters: Mapping[str, Any] | None = None,
-        *,
-        after: str | None = None,
-        limit: int = DEFAULT_PAGE_SIZE,
-        include_hidden: bool = False,
-    ) -> Page:
-        limit = check_limit(limit)
-        sql, params = self.page_sql(
-            filters, after=after, limit=limit, include_hidden=include_hidden
-        )
-        rows = self.query(sql, params)
-        records = [self.record(r) for r in rows[:limit]]
-        more = len(rows) > limit
-        return Page(records=records, next_cursor=records[-1].id if more and records else None)
 
     @staticmethod
     def _memory_id(record_id: str) -> str | None:

@@ -26,12 +26,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from memtui.config import current
-from memtui.sources.base import SourceError, SourceRecord, SourceSummary
+from memtui.sources.base import (
+    DEFAULT_PAGE_SIZE,
+    Page,
+    SourceError,
+    SourceRecord,
+    SourceSummary,
+    check_limit,
+)
 from memtui.sources.cache import SourceIndex, cache_root, fingerprint_text
 from memtui.sources.foreign import ForeignSqliteSource
 from memtui.sources.outcome import ForgetOutcome
@@ -120,6 +127,40 @@ class PostgresSource(ForeignSqliteSource):
             cache_root=cache_root,
         )
         self.opened_files = []  # no file of the store's: ``path_changed`` asks the database
+
+    def record(self, row: Sequence[Any]) -> SourceRecord:
+        """The kind's record for one row of its ``select``."""
+        raise NotImplementedError
+
+    def page_sql(
+        self,
+        filters: Mapping[str, Any] | None,
+        *,
+        after: str | None,
+        limit: int,
+        include_hidden: bool,
+    ) -> tuple[str, list[Any]]:
+        """The kind's keyset page statement, asking for ``limit + 1`` rows."""
+        raise NotImplementedError
+
+    def page(
+        self,
+        filters: Mapping[str, Any] | None = None,
+        *,
+        after: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+        include_hidden: bool = False,
+    ) -> Page:
+        """One keyset page: the kind's ``page_sql`` asks for one row more than ``limit``,
+        which says whether there is a next page."""
+        limit = check_limit(limit)
+        sql, params = self.page_sql(
+            filters, after=after, limit=limit, include_hidden=include_hidden
+        )
+        rows = self.query(sql, params)
+        records = [self.record(r) for r in rows[:limit]]
+        more = len(rows) > limit
+        return Page(records=records, next_cursor=records[-1].id if more and records else None)
 
     # -- the connection
 
