@@ -34,6 +34,13 @@ def fixed_clock() -> datetime:
     return NOW
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: half again as many workers as cores. Most app tests spend part of
+    their time waiting on the event loop, so a third worker on two cores keeps both busy
+    (measured on two idle cores: 3 workers 3:44, 2 workers 4:25)."""
+    return max(2, (os.cpu_count() or 1) * 3 // 2)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests marked ``starts_first`` run first, the rest in their order: a long test
     handed out last (pytest-xdist gives out the tests in this order) keeps one worker
