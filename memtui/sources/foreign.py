@@ -1,9 +1,11 @@
-"""What every foreign SQLite store shares: ``ForeignSqliteSource``.
+"""What every foreign store shares: ``ForeignSource``, and ``ForeignSqliteSource`` for
+one in a SQLite file.
 
 It is built in layers: ``memtui.sources.foreign_store`` (the connection, memtui's
 index of the store, the audit log beside it, the adapter's hooks),
 ``memtui.sources.foreign_forget`` (the forget protocol: intent, change,
-outcome) and here, search and explain on memtui's index.
+outcome), ``memtui.sources.sqlite_file`` (a SQLite file's connection and purge) and
+here, search and explain on memtui's index.
 
 An adapter (LangGraph, preferences, tenant evidence...) supplies its reads
 (``facets``, ``page``, ``get``; a store read as two tables through one view gets
@@ -38,6 +40,7 @@ from memtui.sources.foreign_erasure import (
 )
 from memtui.sources.foreign_forget import ForeignForgetting
 from memtui.sources.foreign_store import Clock, ForeignStore, uri_for
+from memtui.sources.sqlite_file import SqliteFileStore
 
 __all__ = [
     "BYTE_CHECK_LIMIT",
@@ -45,6 +48,7 @@ __all__ = [
     "Clock",
     "Erasure",
     "ForeignForgetting",
+    "ForeignSource",
     "ForeignSqliteSource",
     "ForeignStore",
     "GapsOutcome",
@@ -56,8 +60,8 @@ __all__ = [
 ]
 
 
-class ForeignSqliteSource(ForeignForgetting):
-    """A memory store in a SQLite file that memtui did not write."""
+class ForeignSource(ForeignForgetting):
+    """A memory store that memtui did not write, searched on memtui's index of it."""
 
     # -- search
 
@@ -146,3 +150,7 @@ class ForeignSqliteSource(ForeignForgetting):
         out = explain_keyword(cache, query, found[record_id])
         out["id"] = record_id
         return out
+
+
+class ForeignSqliteSource(SqliteFileStore, ForeignSource):
+    """A memory store in a SQLite file that memtui did not write."""

@@ -1,4 +1,4 @@
-"""The forget protocol of a foreign SQLite store: intent, change, outcome.
+"""The forget protocol of a foreign store: intent, change, outcome.
 
 A foreign store's forget spans files no transaction can span (the store, memtui's
 index of it, the audit log beside it), so ``ForeignForgetting`` orders it: an
@@ -12,11 +12,8 @@ check. A forget killed half way is finished by the next open
 from __future__ import annotations
 
 import contextlib
-import sqlite3
-import time
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from memtui.sources.audit import INTENT
@@ -30,11 +27,8 @@ from memtui.sources.base import (
 )
 from memtui.sources.capabilities import ScopeForgettable
 from memtui.sources.foreign_erasure import (
-    BYTE_CHECK_LIMIT,
-    CHECKPOINT_RETRIES,
     Erasure,
     forget_each,
-    forgotten_bytes_gone,
     radius_of,
 )
 from memtui.sources.foreign_store import ForeignStore
@@ -113,10 +107,11 @@ class ForeignForgetting(ForeignStore, ScopeForgettable):
             remark=remark,
         )
 
+    @abstractmethod
     def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:
-        """The purge after ``_apply_forget`` (``_purge_file`` of its probes; a store whose
-        forget reports more to look for reads it here)."""
-        return self._purge_file(applied.get("probes", []))
+        """The purge after ``_apply_forget``: erase what the delete freed and check that
+        the forgotten bytes (``applied["probes"]``, and whatever else the store's forget
+        reports) are gone; ``(checks, details)``."""
 
     # -- forget a whole scope
 
@@ -275,47 +270,6 @@ class ForeignForgetting(ForeignStore, ScopeForgettable):
             },
         )
         return intent, event, done
-
-    def _purge_file(self, probes: Sequence[bytes]) -> tuple[dict[str, bool], dict[str, Any]]:
-        """Purge what the delete freed and check that the forgotten bytes are gone.
-
-        secure_delete was on for the delete, so the freed cells and pages are
-        zeroed; VACUUM then rewrites the file without free pages (which also
-        drops older free pages the store's own deletes left unzeroed), the WAL
-        is truncated, and the file is searched for the forgotten bytes (beyond
-        the live records' equal values).
-        """
-        checks: dict[str, bool] = {}
-        details: dict[str, Any] = {}
-        try:
-            self._conn.execute("VACUUM")
-            details["vacuumed"] = True
-        except sqlite3.OperationalError as exc:
-            details["vacuumed"] = False
-            details["vacuum_problem"] = str(exc)
-        mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
-        if str(mode).lower() == "wal":
-            truncated = False
-            for attempt in range(CHECKPOINT_RETRIES):
-                busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
-                if busy == 0:
-                    truncated = True
-                    break
-                time.sleep(0.05 * (attempt + 1))
-            checks["wal_truncated"] = truncated
-        details["free_pages_after"] = self._conn.execute("PRAGMA freelist_count").fetchone()[0]
-        useful = [p for p in probes if p and len(p) >= 8]
-        if useful:
-            parts = [Path(str(self.path) + s) for s in ("", "-wal")]
-            size = sum(p.stat().st_size for p in parts if p.exists())
-            if size <= BYTE_CHECK_LIMIT:
-                data = b"".join(p.read_bytes() for p in parts if p.exists())
-                checks["bytes_gone"] = forgotten_bytes_gone(
-                    self._conn, data, useful, self.record_value_columns()
-                )
-            else:
-                details["bytes_check"] = f"skipped: the file is over {BYTE_CHECK_LIMIT} bytes"
-        return checks, details
 
     def _removed_by_interrupted(self) -> dict[str, dict[str, Any]]:
         """Each record an interrupted forget removed from the store (it named the record,

@@ -1,7 +1,8 @@
-"""The first layer of every foreign SQLite store: its connection, memtui's index of it,
-the audit log beside it, and the hooks an adapter fills in.
+"""The first layer of every foreign store: its connection, memtui's index of it, the
+audit log beside it, and the hooks an adapter fills in.
 
-``ForeignStore`` opens the store (read-only unless writes are allowed), keeps
+``ForeignStore`` opens the store (read-only unless writes are allowed; how is the
+subclass's: ``memtui.sources.sqlite_file`` for a SQLite file), keeps
 memtui's index of it (``memtui.sources.cache.SourceIndex``, rebuilt when the
 store's ``fingerprint`` moves on) and its audit log (``ForeignAudit``). An
 adapter says what its index rows are (``cache_row``, ``searchable_text``,
@@ -12,7 +13,6 @@ holds. ``memtui.sources.foreign_forget`` adds the forget protocol on top, and
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
@@ -53,8 +53,7 @@ def _system_clock() -> datetime:
 
 
 class ForeignStore(MemorySource):
-    """A memory store in a SQLite file that memtui did not write: its connection, index
-    and audit log."""
+    """A memory store that memtui did not write: its connection, index and audit log."""
 
     #: short prefix of this source's ids (``lg``, ``pref``...)
     id_prefix: str = ""
@@ -99,39 +98,25 @@ class ForeignStore(MemorySource):
 
     # -- connection
 
-    def _connect(self) -> sqlite3.Connection:
-        mode = "ro" if self.read_only else "rw"
-        try:
-            conn = sqlite3.connect(
-                uri_for(self.path, mode), uri=True, isolation_level=None, check_same_thread=False
-            )
-            conn.execute("PRAGMA busy_timeout = 5000")
-            if self.read_only:
-                conn.execute("PRAGMA query_only = ON")
-            else:
-                conn.execute("PRAGMA secure_delete = ON")
-        except sqlite3.Error as exc:
-            raise SourceError(f"cannot open {self.path}: {exc}") from None
-        return conn
+    @abstractmethod
+    def _connect(self) -> Any:
+        """The store's connection (a SQLite file's, a Postgres server's, a backend's)."""
 
+    @abstractmethod
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """One read, fetched to the end (no read transaction stays open)."""
-        with self._lock:
-            try:
-                return self._conn.execute(sql, params).fetchall()
-            except sqlite3.Error as exc:
-                raise SourceError(f"reading {self.path.name} failed: {exc}") from None
+        """One read of the store, fetched to the end."""
 
+    @abstractmethod
     def _columns(self) -> dict[str, list[str]]:
-        tables = [r[0] for r in self.query("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {
-            t: [r[1] for r in self.query(f'PRAGMA table_info("{t.replace(chr(34), "")}")')]
-            for t in tables
-        }
+        """The store's tables and their columns."""
+
+    @abstractmethod
+    def _close_connection(self) -> None:
+        """Close what ``_connect`` opened (under ``self._lock``)."""
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            self._close_connection()
         self.index.close()
         self.audit.close()
 

@@ -1,6 +1,6 @@
 """What every store in a Postgres database shares: ``PostgresSource``.
 
-It is a foreign store (``ForeignSqliteSource``: search on memtui's index, the
+It is a foreign store (``ForeignSource``: search on memtui's index, the
 audit log, the forget protocol's hooks) whose connection is a ``PgConnection``:
 
 - named by its URL without the password (``label``, ``location``, ``info``, the
@@ -40,7 +40,7 @@ from memtui.sources.base import (
     check_limit,
 )
 from memtui.sources.cache import SourceIndex, cache_root, fingerprint_text
-from memtui.sources.foreign import ForeignSqliteSource
+from memtui.sources.foreign import ForeignSource
 from memtui.sources.outcome import ForgetOutcome
 from memtui.sources.postgres.catalog import Catalog, PgDatabase
 from memtui.sources.postgres.connection import PgConnection
@@ -83,7 +83,7 @@ def default_audit_path(kind: str, key: str, dbname: str) -> Path:
     return folder / f"{kind}-{name}-{key}.memtui-audit.db"
 
 
-class PostgresSource(ForeignSqliteSource):
+class PostgresSource(ForeignSource):
     """A memory store in a Postgres schema that memtui did not write."""
 
     #: the table whose identity names the store (``path_changed`` compares its oid)
@@ -179,11 +179,8 @@ class PostgresSource(ForeignSqliteSource):
         """``"schema"."name"``: a table of the store, quoted."""
         return f"{quote_identifier(self.schema)}.{quote_identifier(name)}"
 
-    def close(self) -> None:
-        with self._lock:
-            self.pg.close()
-        self.index.close()
-        self.audit.close()
+    def _close_connection(self) -> None:
+        self.pg.close()
 
     # -- what it is
 

@@ -31,7 +31,7 @@ from memtui.sources.base import (
     check_limit,
 )
 from memtui.sources.cache import FilterSql, fingerprint_text
-from memtui.sources.foreign import ForeignSqliteSource
+from memtui.sources.foreign import ForeignSource
 from memtui.sources.qdrant.backend import Backend
 from memtui.sources.qdrant.collections import CollectionInfo
 from memtui.sources.qdrant.filters import list_filter_sql, matches
@@ -63,7 +63,7 @@ class _Snapshot:
     key: Any = None
 
 
-class QdrantSource(ForeignSqliteSource):
+class QdrantSource(ForeignSource):
     """A Qdrant collection (local folder or server) behind the ``MemorySource`` interface.
 
     Subclasses map a collection's payloads onto tiers and scopes
@@ -132,11 +132,8 @@ class QdrantSource(ForeignSqliteSource):
             except sqlite3.Error as exc:
                 raise SourceError(f"reading {self.path.name} failed: {exc}") from None
 
-    def close(self) -> None:
-        with self._lock:
-            self.backend.close()
-        self.index.close()
-        self.audit.close()
+    def _close_connection(self) -> None:
+        self.backend.close()
 
     # -- what it is
 
@@ -584,7 +581,9 @@ class QdrantSource(ForeignSqliteSource):
         self._probe_plan = plans
         return applied
 
-    def _purge_file(self, probes: Sequence[bytes]) -> tuple[dict[str, bool], dict[str, Any]]:
+    def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:
+        """The backend's purge of what the forget planned (``_probe_plan``), then the
+        other files it changed."""
         checks, details = self.backend.purge(self._probe_plan, self.record_value_columns())
         extra_checks, extra_details = self._purge_extra()
         checks.update(extra_checks)
