@@ -254,7 +254,9 @@ def forget_gaps(
     operator: str | None,
 ) -> None:
     """Clear what a store's own deletes left behind (mem0: deleted memories' history;
-    LangGraph: orphaned vectors of deleted items; Letta: soft-deleted passages).
+    LangGraph: orphaned vectors of deleted items; Letta: soft-deleted passages; a
+    Postgres store: dead row versions and the bytes VACUUM leaves in pages' free
+    space).
 
     mem0's delete removes the point but keeps the memory's text in history.db
     (the DELETE row's old_memory, the ADD and UPDATE rows). This clears that
@@ -266,14 +268,18 @@ def forget_gaps(
     never fires). This deletes those orphaned vectors in one transaction, with
     secure_delete on, purges the freed pages (VACUUM), checks the bytes, and
     writes an intent and an outcome audit event. Needs --allow-writes.
+
+    A Postgres store (LangGraph's PostgresStore, mem0's pgvector collection) keeps
+    deleted and replaced rows' text in its pages: this rewrites the tables that hold
+    any (VACUUM FULL, which locks them while it runs), then measures again.
     """
     with open_cli_source(
         db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
     ) as source:
         if not isinstance(source, GapClearable):
             raise click.ClickException(
-                "forget-gaps clears what mem0's, LangGraph's and Letta's own deletes leave "
-                "behind; "
+                "forget-gaps clears what mem0's, LangGraph's, Letta's and Postgres stores' "
+                "own deletes leave behind; "
                 f"{source.kind_label} has no such gap for memtui to clear"
             )
         clears = able(source, "forget-gaps")

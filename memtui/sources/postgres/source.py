@@ -38,13 +38,16 @@ from memtui.sources.base import (
     SourceRecord,
     SourceSummary,
     check_limit,
+    require_reason,
 )
 from memtui.sources.cache import SourceIndex, cache_root, fingerprint_text
 from memtui.sources.foreign import ForeignSource
+from memtui.sources.foreign_erasure import Erasure, GapsOutcome
 from memtui.sources.outcome import ForgetOutcome
 from memtui.sources.postgres.catalog import Catalog, PgDatabase
 from memtui.sources.postgres.connection import PgConnection
 from memtui.sources.postgres.erasure import UNREACHABLE, PgErasure
+from memtui.sources.postgres.gaps import SCAN_LIMIT, PgGaps
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, SyncedIndex
 from memtui.sources.postgres.url import PgTarget, quote_identifier
 
@@ -209,14 +212,28 @@ class PostgresSource(ForeignSource):
         status = self.index_status()
         if status.get("refreshed_at"):
             notes.append(f"keyword index: brought up to date {status['refreshed_at']}")
+        counts = dict(base.counts)
         if self.forget_implemented:
             notes.append(self.erasure_reach())
+            gap = self.gaps().measure(limit=SCAN_LIMIT, checkpoint=False)
+            counts["dead_row_versions"] = gap.dead_rows
+            if not gap.unread:
+                counts["free_space_remnant_bytes"] = gap.remnant_bytes
+            if gap.open:
+                notes.insert(
+                    0,
+                    f"erasure gap: {gap.sentence()}, as of the server's last checkpoint "
+                    "(the store's own deletes and updates leave them); clear them with "
+                    "`memtui forget-gaps URL --allow-writes`",
+                )
+            elif gap.unread:
+                notes.append(f"erasure gap: not measured in the pages ({gap.unread})")
         return SourceSummary(
             kind=base.kind,
             label=base.label,
             path=self.location,
             read_only=base.read_only,
-            counts=base.counts,
+            counts=counts,
             notes=notes,
         )
 
@@ -318,6 +335,70 @@ class PostgresSource(ForeignSource):
             details["remarks"] = list(report.remarks)
             details["remark"] = "; ".join(report.remarks)
         return report.checks, details
+
+    # -- the erasure gap: what the store's own deletes and updates left in its pages
+
+    def gaps(self) -> PgGaps:
+        return PgGaps(self.erasure(), self.forget_tables)
+
+    def forget_gaps_preview(self) -> dict[str, Any]:
+        gap = self.gaps().measure()
+        return {
+            "records": gap.holding(),
+            "rule": "the store's tables rewritten (VACUUM FULL), then measured again",
+            "counts": gap.to_dict(),
+            "nothing": f"no erasure gap: {gap.sentence()}",
+            "question": (
+                f"Rewrite {', '.join(gap.holding())} (VACUUM FULL: it locks the tables "
+                f"while it runs) to erase {gap.sentence()}? This cannot be undone"
+            ),
+        }
+
+    def forget_gaps(self, *, reason: str, operator: str | None = None) -> GapsOutcome:
+        """Rewrite the tables holding what the store's own deletes and updates left
+        (audited), then measure the gap again: verified when none is left."""
+        self._refuse_unbuilt_forget()
+        require_reason(reason)
+        gaps = self.gaps()
+        before = gaps.measure()
+        tables = before.holding()
+        if not tables:
+            raise SourceError(f"no erasure gap to clear: {before.sentence()}")
+
+        def erase() -> Erasure:
+            step = gaps.rewrite(tables)
+            after = gaps.measure()
+            checks = {"dead_rows_gone": after.dead_rows == 0}
+            note = None
+            if after.unread:
+                checks["free_space_read"] = False
+                note = f"the tables were rewritten; their pages could not be read ({after.unread})"
+            else:
+                checks["free_space_zero"] = after.remnant_bytes == 0
+            return Erasure(
+                checks=checks,
+                details={"purge": [step], "before": before.to_dict(), "after": after.to_dict()},
+                note=note,
+            )
+
+        intent, event, done = self._audited_erasure(
+            ids=[],
+            tier="table",
+            record_type="row-version",
+            reason=reason,
+            operator=operator,
+            plan={"plan": before.to_dict()},
+            erase=erase,
+            failure="forget-gaps failed, nothing was changed",
+            operation="forget-gaps",
+        )
+        return GapsOutcome.of(
+            [],
+            f"rewrote {', '.join(tables)} (erased {before.sentence()})",
+            intent,
+            event,
+            done,
+        )
 
     def _refuse_unbuilt_forget(self) -> None:
         self._require_writable()
