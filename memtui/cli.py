@@ -19,6 +19,7 @@ from memtui.commands.common import (
     source_argument,
     source_options,
 )
+from memtui.commands.evaluate import evaluate
 from memtui.commands.lanes import lanes
 from memtui.commands.maintenance import check, compact, migrate, reindex_text
 from memtui.commands.search import reindex, search
@@ -316,6 +317,7 @@ main.add_command(cache)
 main.add_command(info)
 
 main.add_command(search)
+main.add_command(evaluate)
 main.add_command(reindex)
 
 main.add_command(check)

@@ -1,0 +1,341 @@
+"""``memtui eval``: retrieval measured on labelled questions, each run as ``memtui search``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from memtui.commands.common import (
+    console,
+    db_argument,
+    emit_json,
+    json_option,
+    open_cli_source,
+    qdrant_options,
+    source_options,
+)
+from memtui.commands.search import _parse_weights, _print_explanation, _searched
+from memtui.core.arithmetic import lane_places
+from memtui.core.embed import resolve_embedder
+from memtui.core.evaluation import (
+    DEFAULT_K,
+    Question,
+    QuestionScore,
+    QuestionsError,
+    Summary,
+    best_of,
+    parse_questions,
+    score,
+    summarize,
+    sweep_weights,
+)
+from memtui.core.search import (
+    DEFAULT_LIMIT,
+    DEFAULT_POOL_SIZE,
+    SearchRequest,
+    SearchResponse,
+    sanitize_query,
+)
+from memtui.render import escape_controls, one_line, safe_text
+from memtui.sources import MemorySource, SourceError
+
+BAR_WIDTH = 20
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One way of searching: the lane weights (None: the store's default) or keyword only."""
+
+    weights: tuple[float, float] | None
+    keyword_only: bool
+
+    @property
+    def label(self) -> str:
+        if self.keyword_only:
+            return "keyword only"
+        if self.weights is None:
+            return "default weights"
+        return f"{self.weights[0]:.1f} / {self.weights[1]:.1f}"
+
+    def to_json(self) -> Any:
+        if self.keyword_only:
+            return "keyword-only"
+        return list(self.weights) if self.weights is not None else None
+
+
+@dataclass
+class Run:
+    """The questions searched one way: each score and the responses behind them."""
+
+    setting: Setting
+    scores: list[QuestionScore]
+    responses: list[SearchResponse]
+    weights: dict[str, float]
+    keyword_only: bool
+
+    @property
+    def summary(self) -> Summary:
+        return summarize(self.scores)
+
+
+def read_questions(path: Path) -> list[Question]:
+    """The questions of ``path`` (one line naming the problem if it cannot be read)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise click.ClickException(f"{path}: no such file (a JSON list of questions)") from None
+    except UnicodeDecodeError as exc:
+        raise click.ClickException(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot read it ({exc.strerror})") from None
+    try:
+        questions = parse_questions(text, label=str(path))
+    except QuestionsError as exc:
+        raise click.ClickException(escape_controls(str(exc))) from None
+    for n, question in enumerate(questions, start=1):
+        if not sanitize_query(question.text):
+            raise click.ClickException(
+                f"{path}, question {n}: no word to search for in {one_line(question.text, 40).plain!r}"
+            )
+    return questions
+
+
+def check_against(source: MemorySource, questions: Sequence[Question], label: str) -> None:
+    """Every filter key and relevant id is the store's, before any search runs."""
+    ids = sorted({rid for q in questions for rid in q.relevant})
+    known = set(source.get_many(ids))
+    for n, question in enumerate(questions, start=1):
+        try:
+            source.check_filters(question.filters)
+        except SourceError as exc:
+            raise click.ClickException(f"{label}, question {n}: {exc}") from None
+        missing = [rid for rid in question.relevant if rid not in known]
+        if missing:
+            raise click.ClickException(
+                f"{label}, question {n}: relevant id {escape_controls(missing[0])!r} is not in "
+                f"{escape_controls(source.label)} (`memtui records STORE --json` lists the ids)"
+            )
+
+
+def run(
+    source: MemorySource,
+    questions: Sequence[Question],
+    setting: Setting,
+    *,
+    k: int,
+    base: SearchRequest,
+) -> Run:
+    """Each question searched as ``memtui search`` would with ``base``'s options."""
+    scores, responses = [], []
+    weights: dict[str, float] = {}
+    keyword_only = base.keyword_only or setting.keyword_only
+    for question in questions:
+        request = base.but(
+            query=question.text,
+            filters=dict(question.filters) or None,
+            weights=setting.weights,
+            keyword_only=keyword_only,
+        )
+        response = _searched(source, request)
+        weights = dict(response.trace.weights)
+        responses.append(response)
+        scores.append(score(question, [r.id for r in response.results], k))
+    return Run(setting, scores, responses, weights, keyword_only)
+
+
+@click.command("eval")
+@db_argument
+@click.argument("questions_path", metavar="QUESTIONS.json", type=click.Path(path_type=Path))
+@click.option("--k", "k", type=click.IntRange(min=1), default=DEFAULT_K, show_default=True)
+@click.option(
+    "--weights",
+    callback=_parse_weights,
+    default=None,
+    metavar="KW,VEC",
+    help="Lane weights adding up to 1, e.g. 0.5,0.5 (default 0.3,0.7).",
+)
+@click.option("--keyword-only", is_flag=True, help="Switch the vector lane off.")
+@click.option(
+    "--embedder",
+    "embedder_name",
+    default=None,
+    help="Query embedder (default: the one recorded in DB); 'none' means keyword only.",
+)
+@click.option("--any", "any_terms", is_flag=True, help="Match any term instead of all.")
+@click.option(
+    "--pool",
+    "pool_size",
+    type=click.IntRange(min=1),
+    default=DEFAULT_POOL_SIZE,
+    show_default=True,
+    help="Candidate pool size per lane.",
+)
+@click.option(
+    "--sweep", is_flag=True, help="Also keyword only and every weight pair in steps of 0.1."
+)
+@source_options(writes=False)
+@qdrant_options
+@json_option
+def evaluate(
+    db: str | Path,
+    questions_path: Path,
+    k: int,
+    weights: dict[str, float] | None,
+    keyword_only: bool,
+    embedder_name: str | None,
+    any_terms: bool,
+    pool_size: int,
+    sweep: bool,
+    now: str | None,
+    qdrant: dict[str, Any],
+    as_json: bool,
+) -> None:
+    """Measure retrieval on labelled questions: precision@K, recall@K and MRR.
+
+    QUESTIONS.json is a JSON list of {"question": ..., "relevant": [id, ...], "kind":
+    optional (e.g. "direct", "paraphrase"), "filters": optional scope filters}; ids as
+    `memtui records DB --json` prints them. Each question runs the search `memtui
+    search` runs with the same options; every figure recomputes from the ranked ids.
+    """
+    questions = read_questions(questions_path)
+    embedder = None
+    if embedder_name is not None:
+        embedder = resolve_embedder(embedder_name)
+        if embedder is None:
+            keyword_only = True
+    base = SearchRequest(
+        "",
+        embedder=embedder,
+        limit=max(k, DEFAULT_LIMIT),
+        pool_size=pool_size,
+        any_terms=any_terms,
+        keyword_only=keyword_only,
+    )
+    chosen = Setting((weights["keyword"], weights["vector"]) if weights else None, False)
+    with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
+        check_against(source, questions, str(questions_path))
+        main = run(source, questions, chosen, k=k, base=base)
+        sweeps: list[Run] = []
+        if sweep:
+            settings = [Setting(None, True)] + [Setting(w, False) for w in sweep_weights()]
+            sweeps = [run(source, questions, s, k=k, base=base) for s in settings]
+        if as_json:
+            emit_json(_json(k, main, sweeps))
+            return
+        out = console()
+        _print_run(out, source, main, k)
+        _print_misses(out, source, main, k)
+        if sweeps:
+            _print_sweep(out, sweeps, k)
+
+
+def _json(k: int, main: Run, sweeps: Sequence[Run]) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "k": k,
+        "weights": main.weights,
+        "keyword_only": main.keyword_only,
+        "questions": [s.to_dict() for s in main.scores],
+        "summary": main.summary.to_dict(),
+    }
+    if sweeps:
+        data["sweep"] = [
+            {"weights": r.setting.to_json(), "summary": r.summary.to_dict()} for r in sweeps
+        ]
+        best = best_of((r.setting, r.summary) for r in sweeps)
+        data["best"] = best.to_json() if best is not None else None
+    return data
+
+
+def _figures(summary: Summary) -> str:
+    return (
+        f"precision@K {summary.precision_at_k:.3f}  recall@K {summary.recall_at_k:.3f}  "
+        f"MRR {summary.mrr:.3f}  ({summary.count} question{'s' if summary.count != 1 else ''})"
+    )
+
+
+def _print_run(out: Console, source: MemorySource, main: Run, k: int) -> None:
+    lanes = (
+        "keyword only"
+        if main.keyword_only
+        else (
+            f"weights keyword {main.weights.get('keyword', 0):g} / vector "
+            f"{main.weights.get('vector', 0):g}"
+        )
+    )
+    out.print(safe_text(f"{source.label}: {len(main.scores)} questions, K = {k}, {lanes}"))
+    summary = main.summary
+    out.print(Text(f"all          {_figures(summary)}", style="bold"))
+    for kind, by_kind in summary.by_kind.items():
+        out.print(safe_text(f"{one_line(kind, 12).plain:<12} {_figures(by_kind)}"))
+    table = Table(padding=(0, 1))
+    for column in ("#", "kind", f"top {k}", "first rank", "P@K", "R@K", "RR", "question"):
+        table.add_column(column, no_wrap=column != "question", justify="left")
+    for n, s in enumerate(main.scores, start=1):
+        rank = str(s.first_relevant_rank) if s.first_relevant_rank else "not returned"
+        table.add_row(
+            str(n),
+            one_line(s.question.kind or "", 12),
+            Text("hit", style="green") if s.hit else Text("miss", style="bold red"),
+            rank,
+            f"{s.precision_at_k:.3f}",
+            f"{s.recall_at_k:.3f}",
+            f"{s.reciprocal_rank:.3f}",
+            one_line(s.question.text, 200),
+        )
+    out.print(table)
+
+
+def _print_misses(out: Console, source: MemorySource, main: Run, k: int) -> None:
+    """For each question with no relevant record in the top K: where each relevant record
+    is, which of the question's terms it holds, and its breakdown where it was returned."""
+    for n, (s, response) in enumerate(zip(main.scores, main.responses, strict=True), start=1):
+        if s.hit:
+            continue
+        out.print()
+        out.print(safe_text(f"miss: question {n}: {one_line(s.question.text, 200).plain}", style="bold"))
+        by_id = {r.id: r for r in response.results}
+        places = lane_places(response.candidates or response.results, response.trace.pools)
+        for rid in s.question.relevant:
+            explained = source.explain(s.question.text, rid)
+            terms = [t for t in explained.get("terms", []) if isinstance(t, dict)]
+            held = list(dict.fromkeys(str(t["term"]) for t in terms if t.get("tf")))
+            lacking = list(dict.fromkeys(str(t["term"]) for t in terms if not t.get("tf")))
+            result = by_id.get(rid)
+            where = f"rank {result.rank}" if result is not None else "not returned"
+            words = f"terms in it: {', '.join(held) or 'none'}"
+            if lacking:
+                words += f"; not in it: {', '.join(lacking)}"
+            out.print(safe_text(f"  relevant {one_line(rid, 60).plain}: {where}; {words}"))
+            if result is not None:
+                record = source.get_many([rid]).get(rid)
+                details = {rid: explained} if result.trace.keyword.raw is not None else {}
+                _print_explanation(out, result, record, details, response.trace.pools, places)
+
+
+def _print_sweep(out: Console, sweeps: Sequence[Run], k: int) -> None:
+    out.print()
+    out.print(Text(f"sweep (best by recall@{k}, then MRR)", style="bold"))
+    table = Table(padding=(0, 1))
+    for column in ("keyword / vector", f"P@{k}", f"R@{k}", "MRR", f"recall@{k}"):
+        table.add_column(column, no_wrap=True)
+    best = best_of((r.setting, r.summary) for r in sweeps)
+    for r in sweeps:
+        summary = r.summary
+        filled = round(summary.recall_at_k * BAR_WIDTH)
+        bar = Text("█" * filled + "·" * (BAR_WIDTH - filled), style="cyan")
+        label = Text(r.setting.label + ("  best" if r.setting == best else ""))
+        table.add_row(
+            label,
+            f"{summary.precision_at_k:.3f}",
+            f"{summary.recall_at_k:.3f}",
+            f"{summary.mrr:.3f}",
+            bar,
+        )
+    out.print(table)
