@@ -102,7 +102,8 @@ def read_questions(path: Path) -> list[Question]:
     for n, question in enumerate(questions, start=1):
         if not sanitize_query(question.text):
             raise click.ClickException(
-                f"{path}, question {n}: no word to search for in {one_line(question.text, 40).plain!r}"
+                f"{path}, question {n}: no word to search for in "
+                f"{one_line(question.text, 40).plain!r}"
             )
     return questions
 
@@ -299,7 +300,8 @@ def _print_misses(out: Console, source: MemorySource, main: Run, k: int) -> None
         if s.hit:
             continue
         out.print()
-        out.print(safe_text(f"miss: question {n}: {one_line(s.question.text, 200).plain}", style="bold"))
+        text = one_line(s.question.text, 200).plain
+        out.print(safe_text(f"miss: question {n}: {text}", style="bold"))
         by_id = {r.id: r for r in response.results}
         places = lane_places(response.candidates or response.results, response.trace.pools)
         for rid in s.question.relevant:
