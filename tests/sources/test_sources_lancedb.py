@@ -174,3 +174,40 @@ def test_forget_scope_erases_every_row_of_the_scope(db):
         assert len(source.page(limit=500).records) == 50
     assert not files_holding(db, content(0).encode())
     assert_lancedb_still_works(db, rows=50)
+
+
+def test_a_concurrent_writers_commit_conflict_is_retried_then_reported(tmp_path):
+    from memtui.sources.lancedb import erasure
+
+    tries: list[int] = []
+
+    def conflicting_twice() -> str:
+        tries.append(1)
+        if len(tries) < 3:
+            raise OSError("Retryable commit conflict for version 7: another writer committed")
+        return "done"
+
+    assert (
+        erasure._retried("deleting rows", tmp_path / "memories.lance", conflicting_twice) == "done"
+    )
+    assert len(tries) == 3
+
+    def always() -> None:
+        raise OSError("Commit conflict for version 7")
+
+    with pytest.raises(SourceError, match="another writer kept committing"):
+        erasure._retried("deleting rows", tmp_path / "memories.lance", always)
+
+    def broken() -> None:
+        raise OSError("disk full")
+
+    with pytest.raises(SourceError, match="deleting rows in memories.lance failed: disk full"):
+        erasure._retried("deleting rows", tmp_path / "memories.lance", broken)
+
+
+def test_forget_gaps_preview_names_the_deleted_rows(db):
+    lancedb.connect(str(db)).open_table("memories").delete(f"id = '{memory_id(FORGET_N)}'")
+    with opened(db) as source:
+        preview = source.forget_gaps_preview()
+        assert preview["records"] == [f"lance:{memory_id(FORGET_N)}"]
+        assert preview["counts"]["old_versions"] == 1

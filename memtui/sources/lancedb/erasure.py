@@ -168,6 +168,11 @@ def deleted_rows(path: Path, column: str, text: str | None) -> dict[str, str]:
     return found
 
 
+def gap_ids(path: Path, column: str, text: str | None) -> list[str]:
+    """memtui's ids of the deleted rows the table's files still hold."""
+    return sorted(f"lance:{k}" for k in deleted_rows(path, column, text))
+
+
 def gaps(path: Path, column: str = "id", text: str | None = "content") -> dict[str, int]:
     """What the table's files hold beyond its live rows, counted."""
     dataset = _dataset(path)
@@ -206,8 +211,8 @@ def forget_gaps(source: LanceSource, *, reason: str, operator: str | None) -> Ga
     path = source.table_path
     before = deleted_rows(path, source.key_column, source.text)
     counts = gaps(path, source.key_column, source.text or "")
-    if not before and not counts["deleted_rows_in_fragments"] and not counts["old_versions"]:
-        raise SourceError("no erasure gap: no deleted row or older version is left on file")
+    if not before and not counts["deleted_rows_in_fragments"]:
+        raise SourceError("no erasure gap: no deleted row is left on file")
     live = {r.content for r in source._current().records}
     probes = [t.encode("utf-8")[:256] for t in before.values() if t and t not in live]
     if source.key_column != "_rowid":

@@ -396,8 +396,18 @@ class LanceSource(ForeignSqliteSource):
     # -- the gap: deleted rows the table's files still hold
 
     def forget_gaps_preview(self) -> dict[str, Any]:
-        gaps = erasure.gaps(self.table_path, self.key_column, self.text)
-        return {"rule": erasure.GAPS_RULE, "counts": gaps}
+        ids = erasure.gap_ids(self.table_path, self.key_column, self.text)
+        counts = erasure.gaps(self.table_path, self.key_column, self.text)
+        return {
+            "records": ids,
+            "rule": erasure.GAPS_RULE,
+            "counts": counts,
+            "nothing": "no erasure gap: no deleted row is left on file",
+            "question": (
+                f"Rewrite the fragments of {self.table} without its {len(ids)} deleted row(s) "
+                f"and remove its {counts['old_versions']} older version(s)? This cannot be undone"
+            ),
+        }
 
     def forget_gaps(self, *, reason: str, operator: str | None = None) -> GapsOutcome:
         return erasure.forget_gaps(self, reason=reason, operator=operator)
