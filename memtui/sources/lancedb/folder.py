@@ -54,6 +54,13 @@ class TableInfo:
     distance: str | None = None
     kind: str = "table"
 
+    plural = "LanceDB tables"
+    """What a picker calls several of them."""
+
+    @property
+    def label(self) -> str:
+        return "crewAI memory" if self.kind == "crewai" else "LanceDB table"
+
     def describe(self) -> str:
         dims = f", {self.dim} dims" if self.dim else ""
         count = "?" if self.points is None else str(self.points)
@@ -66,7 +73,7 @@ class TableInfo:
             "dims": self.dim,
             "distance": self.distance,
             "kind": self.kind,
-            "label": "crewAI memory" if self.kind == "crewai" else "LanceDB table",
+            "label": self.label,
         }
 
 

@@ -162,7 +162,7 @@ class LanceSource(ForeignSqliteSource):
         counts = dict(base.counts)
         snap = self._current()
         counts["rows"] = len(snap.records)
-        gaps = erasure.gaps(self.table_path, self.key_column, self.text)
+        gaps = self.gap_counts()
         counts.update({k: v for k, v in gaps.items() if v})
         vector = f"{self.vector[0]} ({self.vector[1]} dims)" if self.vector else "none"
         notes = [
@@ -179,6 +179,15 @@ class LanceSource(ForeignSqliteSource):
             counts=counts,
             notes=notes,
         )
+
+    def gap_counts(self) -> dict[str, int]:
+        """``erasure.gaps`` once per version of the table (it reads the older versions)."""
+        key = self.state_key()
+        cached = getattr(self, "_gaps", None)
+        if cached is None or cached[0] != key:
+            cached = (key, erasure.gaps(self.table_path, self.key_column, self.text))
+            self._gaps = cached
+        return dict(cached[1])
 
     def collections(self) -> list[TableInfo]:
         from memtui.sources.lancedb.folder import table_infos
