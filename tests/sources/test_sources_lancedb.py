@@ -211,3 +211,17 @@ def test_forget_gaps_preview_names_the_deleted_rows(db):
         preview = source.forget_gaps_preview()
         assert preview["records"] == [f"lance:{memory_id(FORGET_N)}"]
         assert preview["counts"]["old_versions"] == 1
+
+
+def test_a_table_without_an_id_column_forgets_by_row_id(db):
+    with opened(db, collection="docs", allow_writes=True) as source:
+        assert not source.can("forget_scope")
+        record = next(r for r in source.page().records if r.content == "plain document 1")
+        assert record.id.startswith("lance:")
+        outcome = source.forget(record.id, reason="test")
+        assert outcome.verified, outcome.checks
+        assert [r.content for r in source.page().records] == [
+            "plain document 0",
+            "plain document 2",
+        ]
+    assert not files_holding(db / "docs.lance", b"plain document 1")

@@ -36,7 +36,10 @@ def find_lance_folder(path: Path) -> Path | None:
 
 
 def lance_available() -> bool:
-    return importlib.util.find_spec("lance") is not None
+    try:
+        return importlib.util.find_spec("lance") is not None
+    except ValueError:  # imported as None: blocked
+        return False
 
 
 def require_lance() -> None:
