@@ -150,21 +150,37 @@ def delete_and_rewrite(
     return result
 
 
+def _fragment_key(fragment: Any) -> tuple[Any, ...]:
+    deletion = fragment.metadata.deletion_file
+    files = tuple(f.path for f in fragment.data_files())
+    return (files, None if deletion is None else (deletion.id, deletion.read_version))
+
+
 def deleted_rows(path: Path, column: str, text: str | None) -> dict[str, str]:
-    """The rows older versions hold that the latest does not (key to text)."""
+    """The rows older versions hold that the latest does not (key to text).
+
+    Each fragment an older version holds (its data files and deletion file) is read
+    once, and none the latest version holds as it is: appends make one version per
+    write, but a fragment seldom changes.
+    """
     dataset = _dataset(path)
     key = column if column != "_rowid" else (text or column)
     wanted = [c for c in dict.fromkeys([key, text]) if c and c != "_rowid"]
     if not wanted:
         return {}
     live = set(dataset.to_table(columns=[key]).column(key).to_pylist())
+    seen = {_fragment_key(f) for f in dataset.get_fragments()}
     found: dict[str, str] = {}
     versions = [v["version"] for v in dataset.versions()][:-1][-VERSIONS_READ:]
-    for version in versions:
-        old = dataset.checkout_version(version).to_table(columns=wanted)
-        for row in old.to_pylist():
-            if row[key] not in live:
-                found[str(row[key])] = str(row.get(text) or "") if text else ""
+    for version in reversed(versions):
+        for fragment in dataset.checkout_version(version).get_fragments():
+            fragment_key = _fragment_key(fragment)
+            if fragment_key in seen:
+                continue
+            seen.add(fragment_key)
+            for row in fragment.to_table(columns=wanted).to_pylist():
+                if row[key] not in live:
+                    found[str(row[key])] = str(row.get(text) or "") if text else ""
     return found
 
 
