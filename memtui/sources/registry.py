@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, overload
 
 from memtui.sources import kinds
+from memtui.sources.lancedb.kind import LANCEDB
 from memtui.sources.store_kind import Probe, StoreKind
 
 BUILT_IN: tuple[StoreKind, ...] = (
@@ -21,6 +22,7 @@ BUILT_IN: tuple[StoreKind, ...] = (
     kinds.LETTA,
     kinds.TENANT,
     kinds.QDRANT,
+    LANCEDB,
     kinds.POSTGRES,
 )
 

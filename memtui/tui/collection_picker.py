@@ -42,7 +42,8 @@ class CollectionPicker(App[str | None]):
         head = Text("memtui ", style="bold")
         head.append_text(one_line(self.where, 80))
         head.append(
-            f" holds {len(self.collections)} Qdrant collections: pick one "
+            f" holds {len(self.collections)} "
+            f"{getattr(self.collections[0], 'plural', 'Qdrant collections')}: pick one "
             "(or name it with --collection NAME)",
             style="",
         )
@@ -62,7 +63,10 @@ class CollectionPicker(App[str | None]):
                 Text("?" if info.points is None else str(info.points), justify="right"),
                 Text("?" if info.dim is None else str(info.dim), justify="right"),
                 one_line(info.distance or "?", 10),
-                one_line(KIND_LABELS.get(info.kind, "Qdrant collection"), 30),
+                one_line(
+                    getattr(info, "label", None) or KIND_LABELS.get(info.kind, "Qdrant collection"),
+                    30,
+                ),
             )
         table.focus()
 

@@ -583,3 +583,23 @@ async def test_a_foreign_banner_recounts_after_a_forget(tmp_path):
             assert "collection mem0: 5 points" in text and "6 points" not in text
     finally:
         source.close()
+
+
+async def test_the_picker_lists_a_lancedb_databases_tables(tmp_path):
+    lancedb = pytest.importorskip("lancedb")
+    from memtui.sources.lancedb import TableChoiceError
+
+    db = lancedb.connect(str(tmp_path / "lance"))
+    db.create_table("notes", [{"text": "alpha note", "vector": [1.0, 0.0]}])
+    db.create_table("facts", [{"text": "beta fact"}])
+    with pytest.raises(TableChoiceError) as several:
+        open_source(tmp_path / "lance")
+    picker = CollectionPicker(several.value.where, several.value.collections)
+    async with picker.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        text = screen_text(picker)
+        assert "holds 2 LanceDB tables" in text
+        assert text.count("LanceDB table") == 3  # the title and each row's label
+        await pilot.press("down", "enter")
+        await pilot.pause()
+    assert picker.return_value == "notes"

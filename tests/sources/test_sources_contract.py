@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import NOW, SAMPLE_CORPUS, fixed_clock
+from fixtures.lancedb_support import make_crewai_db, memory_id
 from fixtures.qdrant_support import MEM0_IDS, copy_mem0_store, make_cyber_folder
 from fixtures.qdrant_support import record_id as cyber_id
 from fixtures.sources_support import (
@@ -78,6 +79,13 @@ CASES = [
     ),
     Case("cyber-autoagent", "staging credential", cyber_id(8), embedder=HashEmbedder(8)),
     Case("mem0", "passport", MEM0_IDS["passport"], embedder=HashEmbedder(8)),
+    Case(
+        "lancedb",
+        "staging credential",
+        f"lance:{memory_id(3)}",
+        embedder=HashEmbedder(8),
+        has_hidden=False,
+    ),
 ]
 
 
@@ -92,6 +100,8 @@ def make_store(case: Case, folder: Path) -> Path:
         return make_cyber_folder(folder / "qdrant")
     if case.name == "mem0":
         return copy_mem0_store(folder)
+    if case.name == "lancedb":
+        return make_crewai_db(folder / "memory", docs=False)
     source = {
         "langgraph": LANGGRAPH,
         "langgraph-vectors": LANGGRAPH_VECTORS,
@@ -116,7 +126,9 @@ def store_path(case, tmp_path) -> Path:
     return make_store(case, tmp_path / "store")
 
 
-def all_records(source: MemorySource, include_hidden: bool, **filters: Any) -> list[SourceRecord]:
+def all_records(
+    source: MemorySource, include_hidden: bool, /, **filters: Any
+) -> list[SourceRecord]:
     return list(source.iter_records(filters or None, include_hidden=include_hidden, page_size=3))
 
 
