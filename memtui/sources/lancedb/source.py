@@ -25,7 +25,7 @@ from memtui.sources.base import (
     check_limit,
 )
 from memtui.sources.cache import FilterSql, fingerprint_text
-from memtui.sources.foreign import ForeignSqliteSource
+from memtui.sources.foreign import ForeignSource
 from memtui.sources.foreign_erasure import GapsOutcome
 from memtui.sources.lancedb import erasure
 from memtui.sources.lancedb.folder import TableInfo
@@ -72,7 +72,7 @@ class _Snapshot:
     version: int | None = None
 
 
-class LanceSource(ForeignSqliteSource):
+class LanceSource(ForeignSource):
     """A LanceDB table (crewAI's ``memories``, or any other)."""
 
     kind = "lancedb"
@@ -133,9 +133,8 @@ class LanceSource(ForeignSqliteSource):
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         return []
 
-    def close(self) -> None:
-        self.index.close()
-        self.audit.close()
+    def _close_connection(self) -> None:
+        """Nothing stays open: each read opens the table's dataset anew."""
 
     # -- what it is
 
@@ -403,7 +402,9 @@ class LanceSource(ForeignSqliteSource):
             "details": {"table": self.table, **result.details},
         }
 
-    def _purge_file(self, probes: Sequence[bytes]) -> tuple[dict[str, bool], dict[str, Any]]:
+    def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:
+        """Nothing more: ``_apply_forget`` rewrote the fragments, removed the older
+        versions and read every file under the table (its checks)."""
         return {}, {}
 
     # -- the gap: deleted rows the table's files still hold
