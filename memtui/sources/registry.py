@@ -21,6 +21,7 @@ BUILT_IN: tuple[StoreKind, ...] = (
     kinds.LETTA,
     kinds.TENANT,
     kinds.QDRANT,
+    kinds.CHROMA,
     kinds.POSTGRES,
 )
 

@@ -1,4 +1,4 @@
-"""Pick one Qdrant collection when a store holds several and none was named.
+"""Pick one Qdrant or Chroma collection when a store holds several and none was named.
 
 Shown before the main app: each collection with its point count, vector size,
 distance and what memtui recognizes it as (Cyber-AutoAgent memories, mem0,
@@ -41,8 +41,9 @@ class CollectionPicker(App[str | None]):
     def compose(self) -> ComposeResult:
         head = Text("memtui ", style="bold")
         head.append_text(one_line(self.where, 80))
+        store = "Chroma" if all(c.kind == "chroma" for c in self.collections) else "Qdrant"
         head.append(
-            f" holds {len(self.collections)} Qdrant collections: pick one "
+            f" holds {len(self.collections)} {store} collections: pick one "
             "(or name it with --collection NAME)",
             style="",
         )

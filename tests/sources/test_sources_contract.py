@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import NOW, SAMPLE_CORPUS, fixed_clock
+from fixtures.chroma_support import make_chroma_folder
 from fixtures.qdrant_support import MEM0_IDS, copy_mem0_store, make_cyber_folder
 from fixtures.qdrant_support import record_id as cyber_id
 from fixtures.sources_support import (
@@ -78,6 +79,7 @@ CASES = [
     ),
     Case("cyber-autoagent", "staging credential", cyber_id(8), embedder=HashEmbedder(8)),
     Case("mem0", "passport", MEM0_IDS["passport"], embedder=HashEmbedder(8)),
+    Case("chroma", "dark mode", "chroma:m01", embedder=HashEmbedder(8)),
 ]
 
 
@@ -92,6 +94,8 @@ def make_store(case: Case, folder: Path) -> Path:
         return make_cyber_folder(folder / "qdrant")
     if case.name == "mem0":
         return copy_mem0_store(folder)
+    if case.name == "chroma":
+        return make_chroma_folder(folder / "chroma")
     source = {
         "langgraph": LANGGRAPH,
         "langgraph-vectors": LANGGRAPH_VECTORS,
@@ -377,6 +381,8 @@ def watched_paths(case: Case, store_path: Path) -> list[Path]:
             store_path / "collection/mem0/storage.sqlite",
             store_path.parent / "history.db",
         ]
+    if case.name == "chroma":
+        return [store_path, store_path / "chroma.sqlite3"]
     return [store_path]
 
 

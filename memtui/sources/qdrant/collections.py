@@ -94,6 +94,7 @@ class CollectionInfo:
 
 
 KIND_LABELS = {
+    "chroma": "Chroma collection",
     "cyber-autoagent": "Cyber-AutoAgent memories",
     "cyber-web-cache": "Cyber-AutoAgent web-search cache",
     "mem0": "mem0 memories",
