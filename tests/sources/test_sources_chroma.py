@@ -14,8 +14,11 @@ from conftest import NOW, fixed_clock, one_error_line
 from fixtures.chroma_support import (
     CANARY,
     COLLECTION,
+    PURGED_COUNT,
     ChromaHashEmbedding,
     make_chroma_folder,
+    make_purged_folder,
+    purged_text,
     tree_digest,
 )
 
@@ -152,6 +155,8 @@ def test_forget_deletes_through_chromadb_and_every_copy(chroma, tmp_path):
         outcome = source.forget("chroma:m07", reason="user asked", operator="ana")
         assert outcome.verified, outcome
         assert outcome.checks["folder_files_clean"] and outcome.checks["bytes_gone"]
+        # chromadb writes heap memory (texts among it) into the HNSW files' unused room
+        assert outcome.checks["hnsw_unused_zero"]
         events = source.audit_events()
         assert [e["action"] for e in reversed(events)] == ["forget-intent", "forget"]
         assert events[0]["details"]["deleted_through_chromadb"] == 1
@@ -185,6 +190,7 @@ def test_forget_gaps_clears_what_chromas_delete_left(chroma, tmp_path):
         assert done.record_ids == ("chroma:m10", "chroma:m11")
         counts = source.summary().counts
         assert counts["deleted_with_text"] == 0 and counts["free_pages"] == 0
+        assert counts["hnsw_files_with_heap_bytes"] == 0 and done.checks["hnsw_unused_zero"]
         with pytest.raises(SourceError, match="no erasure gap"):
             source.forget_gaps(reason="again")
     files = every_file(chroma, tmp_path / "cache")
@@ -234,3 +240,45 @@ def test_cli_info_names_the_gap_and_a_forget_needs_allow_writes(chroma, monkeypa
     refused = runner.invoke(main, ["forget", str(chroma), "chroma:m01", "--reason", "r", "--yes"])
     assert "read-only" in one_error_line(refused)
     assert CANARY.encode() in every_file(chroma)
+
+
+def test_a_purged_queue_means_keyword_only_and_a_gap_a_vacuum_clears(tmp_path):
+    folder = make_purged_folder(tmp_path / "purged" / "chroma")
+    deleted_text = purged_text(5).encode()
+    assert deleted_text in every_file(folder)  # in unused space: Chroma deletes without zeroing
+    with open_source(folder, allow_writes=True) as source:
+        assert source.record_count() == PURGED_COUNT - 1
+        assert "vectors" not in source.capabilities
+        summary = source.summary()
+        assert summary.counts["deleted_rows_purged"] == 1
+        assert summary.counts["stale_queue_fragments"] > 0
+        assert any("search is keyword-only" in n for n in summary.notes)
+        assert "no stored vectors" in (source.search("kwyjibo7q").trace.fallback or "")
+        assert source.search("kwyjibo7q").results[0].id == "chroma:p0007"
+        done = source.forget_gaps(reason="vacuum", operator="ana")
+        assert done.verified and done.record_ids == ()
+        assert source.summary().counts["stale_queue_fragments"] == 0
+    assert deleted_text not in every_file(folder)
+    client, collection = chromadb_collection(folder)
+    try:
+        assert collection.count() == PURGED_COUNT - 1
+        assert collection.get(ids=["p0009"])["documents"] == [purged_text(9)]
+        assert len(collection.query(query_texts=[purged_text(9)], n_results=5)["ids"][0]) == 5
+    finally:
+        client.close()
+
+
+def test_the_segment_pickle_is_never_loaded(tmp_path):
+    folder = make_purged_folder(tmp_path / "hostile" / "chroma")
+    marker = tmp_path / "pwned"
+    pickles = list(folder.rglob("index_metadata.pickle"))
+    assert pickles, "Chroma wrote its HNSW id map as a pickle"
+    hostile = (
+        b"cos\nsystem\n(S'touch " + str(marker).encode() + b"'\ntR."
+    )  # os.system('touch ...') when unpickled
+    pickles[0].write_bytes(hostile)
+    with open_source(folder) as source:
+        list(source.iter_records(include_hidden=True))
+        source.summary()
+        source.search("kwyjibo3q")
+    assert not marker.exists()

@@ -79,6 +79,9 @@ class Snapshot:
     queue_texts: dict[str, list[str]] = field(default_factory=dict)
     #: the newest FLOAT32 vector of each live document, by record id
     vectors: dict[str, bytes] = field(default_factory=dict)
+    #: ids whose DELETE row is in the queue and that the collection no longer holds
+    deletes: set[str] = field(default_factory=set)
+    live_count: int = 0
 
 
 class ChromaReads(ForeignSqliteSource):
@@ -171,6 +174,8 @@ class ChromaReads(ForeignSqliteSource):
         dim = self.info.dim or 0
         for row in self.queue_rows():
             seq_id, created_at, operation, eid, vector, encoding, metadata = row
+            if operation == DELETE and str(eid) not in live:
+                snap.deletes.add(str(eid))
             if operation not in WRITES:
                 continue
             if (
@@ -201,6 +206,9 @@ class ChromaReads(ForeignSqliteSource):
                 f"({len(held)} embeddings_queue row(s))"
             )
             snap.records.append(record)
+        snap.live_count = len(live)
+        if len(snap.vectors) != len(live):
+            snap.vectors = {}  # a lane that ranks only some documents would mislead
         snap.by_id = {r.id: r for r in snap.records}
         snap.order = {r.id: n for n, r in enumerate(snap.records)}
         return snap
@@ -336,11 +344,12 @@ class ChromaReads(ForeignSqliteSource):
         return dict(self._current().vectors)
 
     def vector_note(self) -> str | None:
-        """Why search is keyword-only, when no vector could be read; None when some were."""
-        if self.has_vectors():
+        """Why search is keyword-only, when the vectors cannot be read; None when they can."""
+        snap = self._current()
+        if snap.vectors or not snap.live_count:
             return None
         return (
-            "no FLOAT32 vectors of live documents in embeddings_queue (Chroma purges the queue "
-            "once its segments have applied it; the HNSW segment files are not parsed): "
-            "search is keyword-only"
+            "the vectors of live documents are not all in embeddings_queue (Chroma purges it "
+            "once the HNSW segment has them; that segment's id map is a pickle, never "
+            "loaded): search is keyword-only"
         )

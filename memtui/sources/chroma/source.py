@@ -32,8 +32,13 @@ from memtui.sources.base import (
 )
 from memtui.sources.capabilities import GapClearable
 from memtui.sources.chroma.folder import INSTALL_HINT, SQLITE_NAME
+from memtui.sources.chroma.hnsw import folder_slacks
 from memtui.sources.chroma.read import DELETE, ChromaReads
 from memtui.sources.foreign import BYTE_CHECK_LIMIT, Erasure, GapsOutcome
+
+#: how a queue row's JSON names the document: the file holding more of these than the
+#: queue's rows is holding rows Chroma deleted (or purged), in unused space
+FRAGMENT = b'"chroma:document":'
 
 
 def chromadb_module() -> Any:
@@ -92,31 +97,55 @@ class ChromaSource(ChromaReads, GapClearable):
         return b"".join(p.read_bytes() for p in parts if p.exists())
 
     def gap_counts(self) -> dict[str, int]:
+        """The erasure gap, counted: deleted documents whose queue rows (with their text)
+        are still in the file, deleted ones whose rows Chroma purged (their text may be
+        left in unused space), queue fragments beyond the live rows, and free pages."""
+        snap = self._current()
         gaps = self.gap_records()
-        held = self._current().queue_texts
+        held = snap.queue_texts
+        gap_ids = {str(r.metadata["embedding_id"]) for r in gaps}
         counts = {
             "deleted_with_text": len(gaps),
-            "gap_queue_rows": sum(len(held.get(str(r.metadata["embedding_id"]), [])) for r in gaps),
+            "gap_queue_rows": sum(len(held.get(e, [])) for e in gap_ids),
+            "deleted_rows_purged": len(snap.deletes - gap_ids),
             "free_pages": int(self.query("PRAGMA freelist_count")[0][0]),
         }
-        data = self._file_bytes() if gaps else b""
+        data = self._file_bytes()
         if data is not None:
             counts["gap_copies_in_file"] = sum(
                 data.count(p) for p in text_probes(self._texts_of(gaps))
             )
+            rows = self.query(
+                "SELECT count(*) FROM embeddings_queue WHERE instr(metadata, ?) > 0",
+                (FRAGMENT.decode(),),
+            )[0][0]
+            counts["stale_queue_fragments"] = max(0, data.count(FRAGMENT) - int(rows))
+        counts["hnsw_files_with_heap_bytes"] = sum(
+            1 for slack in folder_slacks(self.folder) if slack.nonzero()
+        )
         counts["earlier_versions"] = sum(
             1
-            for r in self._current().records
+            for r in snap.records
             if r.state == "live"
             for t in held.get(str(r.metadata["embedding_id"]), [])
             if t != r.content
         )
         return counts
 
+    @staticmethod
+    def has_gap(counts: dict[str, int]) -> bool:
+        return bool(
+            counts["deleted_with_text"]
+            or counts["free_pages"]
+            or counts.get("stale_queue_fragments")
+            or counts.get("hnsw_files_with_heap_bytes")
+        )
+
     def summary(self) -> SourceSummary:
         base = super().summary()
         counts = {**base.counts, **self.gap_counts()}
         head: list[str] = []
+        notes = list(base.notes)
         gaps = counts["deleted_with_text"]
         if gaps:
             copies = counts.get("gap_copies_in_file")
@@ -127,12 +156,20 @@ class ChromaSource(ChromaReads, GapClearable):
                 + f", {counts['free_pages']} free page(s)); clear it with "
                 "`memtui forget-gaps PATH --allow-writes`"
             )
-        elif counts["free_pages"]:
+        elif self.has_gap(counts):
             head.append(
-                f"{counts['free_pages']} free page(s) in {SQLITE_NAME} may hold deleted text; "
-                "`memtui forget-gaps PATH --allow-writes` purges them (VACUUM)"
+                f"erasure gap: {counts['free_pages']} free page(s) and "
+                f"{counts.get('stale_queue_fragments', 0)} stale embeddings_queue fragment(s) "
+                f"in {SQLITE_NAME}, and {counts.get('hnsw_files_with_heap_bytes', 0)} HNSW "
+                "segment(s) whose unused capacity holds heap bytes chromadb wrote, may hold "
+                "deleted text; `memtui forget-gaps PATH --allow-writes` purges them"
             )
-        notes = list(base.notes)
+        if counts["deleted_rows_purged"]:
+            notes.append(
+                f"{counts['deleted_rows_purged']} document(s) deleted by Chroma had their queue "
+                "rows purged (their text cannot be found by id; what is left of it in unused "
+                "space goes with a VACUUM, which memtui's forget and forget-gaps run)"
+            )
         if counts["earlier_versions"]:
             notes.append(
                 f"{counts['earlier_versions']} earlier version(s) of live documents are kept "
@@ -266,10 +303,17 @@ class ChromaSource(ChromaReads, GapClearable):
 
     def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:
         checks, details = self._purge_file(applied.get("probes", []))
+        details["hnsw_unused_bytes_zeroed"] = self._zero_slack()
+        checks["hnsw_unused_zero"] = not any(s.nonzero() for s in folder_slacks(self.folder))
         checks["folder_files_clean"], details["folder_files_checked"] = self._folder_clean(
             applied.get("probes", [])
         )
         return checks, details
+
+    def _zero_slack(self) -> int:
+        """Zero the unused capacity of every HNSW segment (chromadb writes heap memory
+        there; hnswlib never reads it); returns how many bytes were not zero."""
+        return sum(slack.zero() for slack in folder_slacks(self.folder))
 
     def _folder_clean(self, probes: Sequence[bytes]) -> tuple[bool, int]:
         """Whether no file under the folder but the SQLite file (checked against its live
@@ -311,7 +355,7 @@ class ChromaSource(ChromaReads, GapClearable):
         require_reason(reason)
         records = self.gap_records()
         counts = self.gap_counts()
-        if not records and not counts["free_pages"]:
+        if not self.has_gap(counts):
             raise SourceError("no erasure gap: no deleted document has text left to clear")
         ids = [r.id for r in records]
 
@@ -319,6 +363,8 @@ class ChromaSource(ChromaReads, GapClearable):
             if records:
                 return self._erasure_of(self._erase(records), ids)
             checks, details = self._purge_file([])
+            details["hnsw_unused_bytes_zeroed"] = self._zero_slack()
+            checks["hnsw_unused_zero"] = not any(s.nonzero() for s in folder_slacks(self.folder))
             return Erasure(checks=checks, details=details, removed=[])
 
         intent, event, done = self._audited_erasure(
