@@ -19,6 +19,7 @@ from fixtures.chroma_support import (
     make_chroma_folder,
     make_purged_folder,
     purged_text,
+    quiet_settings,
     tree_digest,
 )
 
@@ -45,7 +46,7 @@ def every_file(*folders: Path) -> bytes:
 def chromadb_collection(folder: Path):
     import chromadb
 
-    client = chromadb.PersistentClient(path=str(folder))
+    client = chromadb.PersistentClient(path=str(folder), settings=quiet_settings())
     return client, client.get_collection(COLLECTION, embedding_function=ChromaHashEmbedding())
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -246,12 +247,20 @@ class ChromaSource(ChromaReads, GapClearable):
 
     def _delete_through_chromadb(self, eids: list[str]) -> None:
         chromadb = chromadb_module()
-        client = chromadb.PersistentClient(path=str(self.folder))
-        try:
-            collection = client.get_collection(self.info.name, embedding_function=None)
-            collection.delete(ids=eids)
-        finally:
-            client.close()
+        from chromadb.config import Settings
+
+        # No telemetry (chromadb's default sends some); its warnings (an embedding function
+        # it cannot rebuild, which a delete never calls) would only garble the screen.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            client = chromadb.PersistentClient(
+                path=str(self.folder), settings=Settings(anonymized_telemetry=False)
+            )
+            try:
+                collection = client.get_collection(self.info.name, embedding_function=None)
+                collection.delete(ids=eids)
+            finally:
+                client.close()
 
     def _erase(self, records: Sequence[SourceRecord]) -> dict[str, Any]:
         """Delete ``records`` (through chromadb when live), then every queue row with their
