@@ -161,6 +161,7 @@ def test_forget_deletes_through_chromadb_and_every_copy(chroma, tmp_path):
         events = source.audit_events()
         assert [e["action"] for e in reversed(events)] == ["forget-intent", "forget"]
         assert events[0]["details"]["deleted_through_chromadb"] == 1
+        assert source.summary().counts["deleted_rows_purged"] == 0  # memtui's own, not a gap
     files = every_file(chroma, tmp_path / "cache", Path(str(chroma) + ".memtui-audit.db").parent)
     for text in (b"daily summaries", b"weekly summaries"):
         assert text not in files

@@ -28,13 +28,14 @@ from memtui.sources.base import (
     SourceError,
     SourceRecord,
     SourceSummary,
+    decode_id,
     require_reason,
     scope_of,
 )
 from memtui.sources.capabilities import GapClearable
 from memtui.sources.chroma.folder import INSTALL_HINT, SQLITE_NAME
 from memtui.sources.chroma.hnsw import folder_slacks
-from memtui.sources.chroma.read import DELETE, ChromaReads
+from memtui.sources.chroma.read import DELETE, ID_PREFIX, ChromaReads
 from memtui.sources.foreign import BYTE_CHECK_LIMIT, Erasure, GapsOutcome
 
 #: how a queue row's JSON names the document: the file holding more of these than the
@@ -108,7 +109,7 @@ class ChromaSource(ChromaReads, GapClearable):
         counts = {
             "deleted_with_text": len(gaps),
             "gap_queue_rows": sum(len(held.get(e, [])) for e in gap_ids),
-            "deleted_rows_purged": len(snap.deletes - gap_ids),
+            "deleted_rows_purged": len(snap.deletes - gap_ids - self._forgotten_here()),
             "free_pages": int(self.query("PRAGMA freelist_count")[0][0]),
         }
         data = self._file_bytes()
@@ -132,6 +133,18 @@ class ChromaSource(ChromaReads, GapClearable):
             if t != r.content
         )
         return counts
+
+    def _forgotten_here(self) -> set[str]:
+        """Document ids memtui's forgets erased (their queue rows are gone by its hand)."""
+        out: set[str] = set()
+        for event in self.audit_events():
+            if event["action"] != "forget":
+                continue
+            for record_id in event["record_ids"]:
+                parts = decode_id(ID_PREFIX, str(record_id), 1)
+                if parts is not None:
+                    out.add(parts[0])
+        return out
 
     @staticmethod
     def has_gap(counts: dict[str, int]) -> bool:
