@@ -101,7 +101,27 @@ class ChromaSource(ChromaReads, GapClearable):
     def gap_counts(self) -> dict[str, int]:
         """The erasure gap, counted: deleted documents whose queue rows (with their text)
         are still in the file, deleted ones whose rows Chroma purged (their text may be
-        left in unused space), queue fragments beyond the live rows, and free pages."""
+        left in unused space), queue fragments beyond the live rows, and free pages.
+        Counted once per state of the folder (it reads the whole file)."""
+        key = (self.fingerprint(), self._slack_state(), self.audit_head())
+        cached = getattr(self, "_gap_cache", None)
+        if cached is not None and cached[0] == key:
+            return dict(cached[1])
+        counts = self._count_gap()
+        self._gap_cache = (key, counts)
+        return dict(counts)
+
+    def _slack_state(self) -> list[tuple[int, int]]:
+        """The HNSW data files' sizes and times (a change there changes the count)."""
+        out = []
+        for slack in folder_slacks(self.folder):
+            for path, _start in slack.regions():
+                if path.exists():
+                    stat = path.stat()
+                    out.append((stat.st_size, stat.st_mtime_ns))
+        return out
+
+    def _count_gap(self) -> dict[str, int]:
         snap = self._current()
         gaps = self.gap_records()
         held = snap.queue_texts
