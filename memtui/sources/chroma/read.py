@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -69,19 +69,16 @@ def queue_document(metadata: Any) -> tuple[str | None, dict[str, Any]]:
 
 @dataclass
 class Snapshot:
-    """The collection as read at one fingerprint."""
+    """What is read once per state of the file: the deleted documents the queue still
+    holds, and whether it holds every live document's vector."""
 
     key: Any = None
-    records: list[SourceRecord] = field(default_factory=list)
-    by_id: dict[str, SourceRecord] = field(default_factory=dict)
-    order: dict[str, int] = field(default_factory=dict)
-    #: queue rows holding a document, per embedding id (deleted ids too)
-    queue_texts: dict[str, list[str]] = field(default_factory=dict)
-    #: the newest FLOAT32 vector of each live document, by record id
-    vectors: dict[str, bytes] = field(default_factory=dict)
+    deleted: list[SourceRecord] = field(default_factory=list)
+    deleted_by_id: dict[str, int] = field(default_factory=dict)
     #: ids whose DELETE row is in the queue and that the collection no longer holds
     deletes: set[str] = field(default_factory=set)
     live_count: int = 0
+    vectors_complete: bool = False
 
 
 class ChromaReads(ForeignSqliteSource):
@@ -143,60 +140,33 @@ class ChromaReads(ForeignSqliteSource):
             (self._topic(),),
         )
 
+    _LIVE = "FROM embeddings AS e WHERE e.segment_id = ?"
+    _NOT_LIVE = (
+        "NOT EXISTS (SELECT 1 FROM embeddings AS e WHERE e.segment_id = ? "
+        "AND e.embedding_id = q.id)"
+    )
+
     def _load(self) -> Snapshot:
-        rows = self.query(
-            "SELECT id, embedding_id, seq_id, created_at FROM embeddings WHERE segment_id = ? "
-            "ORDER BY id",
-            (self.segment_id,),
-        )
-        meta: dict[int, dict[str, Any]] = {}
-        for rid, key, s, i, f, b in self.query(
-            "SELECT m.id, m.key, m.string_value, m.int_value, m.float_value, m.bool_value "
-            "FROM embedding_metadata AS m JOIN embeddings AS e ON e.id = m.id "
-            "WHERE e.segment_id = ? ORDER BY m.id, m.key",
-            (self.segment_id,),
-        ):
-            value = s if s is not None else i if i is not None else f if f is not None else None
-            if value is None and b is not None:
-                value = bool(b)
-            meta.setdefault(int(rid), {})[str(key)] = value
         snap = Snapshot()
-        live: set[str] = set()
-        for rid, embedding_id, seq_id, created_at in rows:
-            values = meta.get(int(rid), {})
-            document = values.pop(DOCUMENT_KEY, None)
-            eid = str(embedding_id)
-            live.add(eid)
-            snap.records.append(
-                self._record(eid, document, values, chroma_time(created_at), "live", seq_id)
-            )
+        snap.live_count = int(self.query(f"SELECT count(*) {self._LIVE}", (self.segment_id,))[0][0])
         deleted: dict[str, list[tuple[Any, ...]]] = {}
-        dim = self.info.dim or 0
-        for row in self.queue_rows():
-            seq_id, created_at, operation, eid, vector, encoding, metadata = row
-            if operation == DELETE and str(eid) not in live:
-                snap.deletes.add(str(eid))
-            if operation not in WRITES:
-                continue
-            if (
-                str(eid) in live
-                and isinstance(vector, bytes)
-                and dim
-                and len(vector) == dim * 4
-                and str(encoding or "FLOAT32").upper() == "FLOAT32"
-            ):
-                snap.vectors[encode_id(ID_PREFIX, str(eid))] = vector
-            document, _ = queue_document(metadata)
-            if document is not None:
-                snap.queue_texts.setdefault(str(eid), []).append(document)
-            if str(eid) not in live and document is not None:
-                deleted.setdefault(str(eid), []).append(row)
+        for row in self.query(
+            "SELECT q.seq_id, q.created_at, q.operation, q.id, q.metadata "
+            f"FROM embeddings_queue AS q WHERE q.topic LIKE ? AND {self._NOT_LIVE} "
+            "ORDER BY q.seq_id",
+            (self._topic(), self.segment_id),
+        ):
+            eid = str(row[3])
+            if row[2] == DELETE:
+                snap.deletes.add(eid)
+            elif row[2] in WRITES and queue_document(row[4])[0] is not None:
+                deleted.setdefault(eid, []).append(row)
         for eid, held in deleted.items():
             fields: dict[str, Any] = {}
             for row in held:  # an update's row holds only what it changed
-                fields.update(queue_document(row[6])[1])
+                fields.update(queue_document(row[4])[1])
             document = next(
-                d for row in reversed(held) if (d := queue_document(row[6])[0]) is not None
+                d for row in reversed(held) if (d := queue_document(row[4])[0]) is not None
             )
             record = self._record(
                 eid, document, fields, chroma_time(held[0][1]), "deleted", held[-1][0]
@@ -205,13 +175,75 @@ class ChromaReads(ForeignSqliteSource):
                 f"deleted by Chroma, but its text is still in {SQLITE_NAME} "
                 f"({len(held)} embeddings_queue row(s))"
             )
-            snap.records.append(record)
-        snap.live_count = len(live)
-        if len(snap.vectors) != len(live):
-            snap.vectors = {}  # a lane that ranks only some documents would mislead
-        snap.by_id = {r.id: r for r in snap.records}
-        snap.order = {r.id: n for n, r in enumerate(snap.records)}
+            snap.deleted.append(record)
+        snap.deleted_by_id = {r.id: n for n, r in enumerate(snap.deleted)}
+        dim = self.info.dim or 0
+        if dim and snap.live_count:
+            with_vector = self.query(
+                "SELECT count(DISTINCT q.id) FROM embeddings_queue AS q "
+                "JOIN embeddings AS e ON e.segment_id = ? AND e.embedding_id = q.id "
+                "WHERE q.topic LIKE ? AND q.operation IN (0, 1, 2) AND length(q.vector) = ? "
+                "AND coalesce(upper(q.encoding), 'FLOAT32') = 'FLOAT32'",
+                (self.segment_id, self._topic(), dim * 4),
+            )[0][0]
+            snap.vectors_complete = int(with_vector) == snap.live_count
         return snap
+
+    def queue_texts(self, eids: Sequence[str]) -> dict[str, list[str]]:
+        """The documents the queue's add/update/upsert rows hold, per id."""
+        out: dict[str, list[str]] = {}
+        for start in range(0, len(eids), 500):
+            chunk = list(eids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            for eid, metadata in self.query(
+                "SELECT id, metadata FROM embeddings_queue WHERE topic LIKE ? "
+                f"AND operation IN (0, 1, 2) AND id IN ({marks}) ORDER BY seq_id",
+                (self._topic(), *chunk),
+            ):
+                document = queue_document(metadata)[0]
+                if document is not None:
+                    out.setdefault(str(eid), []).append(document)
+        return out
+
+    def earlier_versions(self) -> int:
+        """Queue rows of live documents holding a text other than the current one."""
+        doc = f'$."{DOCUMENT_KEY}"'
+        return int(
+            self.query(
+                "SELECT count(*) FROM embeddings_queue AS q "
+                "JOIN embeddings AS e ON e.segment_id = ? AND e.embedding_id = q.id "
+                "JOIN embedding_metadata AS m ON m.id = e.id AND m.key = ? "
+                "WHERE q.topic LIKE ? AND q.operation IN (0, 1, 2) AND json_valid(q.metadata) "
+                "AND json_extract(q.metadata, ?) IS NOT NULL "
+                "AND json_extract(q.metadata, ?) IS NOT m.string_value",
+                (self.segment_id, DOCUMENT_KEY, self._topic(), doc, doc),
+            )[0][0]
+        )
+
+    def _live_records(self, rows: Sequence[tuple[Any, ...]]) -> list[SourceRecord]:
+        """Records of these ``(id, embedding_id, seq_id, created_at)`` rows, in order."""
+        meta: dict[int, dict[str, Any]] = {}
+        ids = [int(r[0]) for r in rows]
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for rid, key, s, i, f, b in self.query(
+                "SELECT id, key, string_value, int_value, float_value, bool_value "
+                f"FROM embedding_metadata WHERE id IN ({marks}) ORDER BY id, key",
+                chunk,
+            ):
+                value = s if s is not None else i if i is not None else f
+                if value is None and b is not None:
+                    value = bool(b)
+                meta.setdefault(int(rid), {})[str(key)] = value
+        out = []
+        for rid, eid, seq_id, created_at in rows:
+            values = meta.get(int(rid), {})
+            document = values.pop(DOCUMENT_KEY, None)
+            out.append(
+                self._record(str(eid), document, values, chroma_time(created_at), "live", seq_id)
+            )
+        return out
 
     def _record(
         self,
@@ -222,7 +254,7 @@ class ChromaReads(ForeignSqliteSource):
         state: str,
         seq_id: Any,
     ) -> SourceRecord:
-        scope = {k: (str(fields[k]) if fields.get(k) is not None else None) for k in SCOPE_KEYS}
+        scope = {k: (v if isinstance(v := fields.get(k), str) else None) for k in SCOPE_KEYS}
         seq = seq_id if isinstance(seq_id, int) else None
         if isinstance(seq_id, bytes):
             seq = int.from_bytes(seq_id, "big")
@@ -238,7 +270,7 @@ class ChromaReads(ForeignSqliteSource):
             metadata={
                 "embedding_id": eid,
                 "seq_id": seq,
-                **{k: v for k, v in fields.items() if k not in SCOPE_KEYS},
+                **{k: v for k, v in fields.items() if scope.get(k) is None},
             },
         )
 
@@ -254,44 +286,88 @@ class ChromaReads(ForeignSqliteSource):
     # -- reads
 
     def record_count(self) -> int:
-        return len(self._current().records)
+        snap = self._current()
+        return snap.live_count + len(snap.deleted)
 
-    def _matching(
-        self, filters: Mapping[str, Any] | None, include_hidden: bool
-    ) -> list[SourceRecord]:
+    def _wanted(self, filters: Mapping[str, Any] | None) -> tuple[dict[str, Any], bool]:
+        """The filters, and whether the tier and type filters leave any record."""
         wanted = self.check_filters(filters)
-        out = []
-        for record in self._current().records:
-            if not include_hidden and record.state != "live":
+        possible = wanted.get("tier", self.info.name) == self.info.name and wanted.get(
+            "record_type", "document"
+        ) in ("document",)
+        return wanted, possible
+
+    def _scope_sql(self, wanted: Mapping[str, Any]) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        for key, value in wanted.items():
+            if key in ("tier", "record_type"):
                 continue
-            fields = {"tier": record.tier, "record_type": record.record_type, **record.scope}
+            has = (
+                "EXISTS (SELECT 1 FROM embedding_metadata AS s WHERE s.id = e.id "
+                "AND s.key = ? AND s.string_value"
+            )
+            if value is None:
+                clauses.append(f"NOT {has} IS NOT NULL)")
+                params.append(key)
+            else:
+                clauses.append(f"{has} = ?)")
+                params.extend([key, str(value)])
+        return "".join(f" AND {c}" for c in clauses), params
+
+    def _deleted_matching(self, wanted: Mapping[str, Any]) -> list[SourceRecord]:
+        return [
+            r
+            for r in self._current().deleted
             if all(
-                (fields.get(k) is None) if v is None else fields.get(k) == str(v)
+                (r.scope.get(k) is None) if v is None else r.scope.get(k) == str(v)
                 for k, v in wanted.items()
-            ):
-                out.append(record)
-        return out
+                if k not in ("tier", "record_type")
+            )
+        ]
 
     def facets(
         self, filters: Mapping[str, Any] | None = None, *, include_hidden: bool = False
     ) -> list[TierFacet]:
-        records = self._matching(filters, include_hidden)
-        scopes: dict[str, dict[str, int]] = {}
-        for record in records:
-            for key in SCOPE_KEYS:
-                value = record.scope.get(key)
-                if value is not None:
-                    bucket = scopes.setdefault(key, {})
-                    bucket[value] = bucket.get(value, 0) + 1
-        if not records and filters and "tier" in filters:
+        wanted, possible = self._wanted(filters)
+        if not possible:
             return []
+        where, params = self._scope_sql(wanted)
+        count = int(
+            self.query(f"SELECT count(*) {self._LIVE}{where}", (self.segment_id, *params))[0][0]
+        )
+        scopes: dict[str, dict[str, int]] = {}
+        marks = ",".join("?" * len(SCOPE_KEYS))
+        for key, value, n in self.query(
+            "SELECT m.key, m.string_value, count(*) FROM embeddings AS e "
+            "JOIN embedding_metadata AS m ON m.id = e.id "
+            f"WHERE e.segment_id = ?{where} AND m.key IN ({marks}) "
+            "AND m.string_value IS NOT NULL GROUP BY m.key, m.string_value",
+            (self.segment_id, *params, *SCOPE_KEYS),
+        ):
+            scopes.setdefault(str(key), {})[str(value)] = int(n)
+        if include_hidden:
+            for record in self._deleted_matching(wanted):
+                count += 1
+                for key in SCOPE_KEYS:
+                    value = record.scope.get(key)
+                    if value is not None:
+                        bucket = scopes.setdefault(key, {})
+                        bucket[value] = bucket.get(value, 0) + 1
         return [
             TierFacet(
                 tier=self.info.name,
-                count=len(records),
+                count=count,
                 scopes={k: dict(sorted(v.items())) for k, v in sorted(scopes.items())},
             )
         ]
+
+    def _live_key(self, eid: str) -> int | None:
+        rows = self.query(
+            "SELECT id FROM embeddings WHERE segment_id = ? AND embedding_id = ?",
+            (self.segment_id, eid),
+        )
+        return int(rows[0][0]) if rows else None
 
     def page(
         self,
@@ -302,26 +378,58 @@ class ChromaReads(ForeignSqliteSource):
         include_hidden: bool = False,
     ) -> Page:
         limit = check_limit(limit)
-        records = self._matching(filters, include_hidden)
-        start = 0
+        wanted, possible = self._wanted(filters)
+        live_after, deleted_after = 0, -1
         if after is not None:
-            order = self._current().order
-            if after not in order:
+            snap = self._current()
+            parts = decode_id(ID_PREFIX, after, 1)
+            key = self._live_key(parts[0]) if parts else None
+            if key is not None:
+                live_after = key
+            elif after in snap.deleted_by_id:
+                live_after, deleted_after = -1, snap.deleted_by_id[after]
+            else:
                 raise SourceError(f"no record with id {after} to page after")
-            position = order[after]
-            start = next((n for n, r in enumerate(records) if order[r.id] > position), len(records))
-        chosen = records[start : start + limit]
-        more = start + limit < len(records)
-        return Page(records=chosen, next_cursor=chosen[-1].id if more and chosen else None)
+        if not possible:
+            return Page(records=[], next_cursor=None)
+        records: list[SourceRecord] = []
+        if live_after >= 0:
+            where, params = self._scope_sql(wanted)
+            rows = self.query(
+                f"SELECT e.id, e.embedding_id, e.seq_id, e.created_at {self._LIVE}{where} "
+                "AND e.id > ? ORDER BY e.id LIMIT ?",
+                (self.segment_id, *params, live_after, limit + 1),
+            )
+            records = self._live_records(rows)
+        if include_hidden and len(records) <= limit:
+            order = self._current().deleted_by_id
+            records += [r for r in self._deleted_matching(wanted) if order[r.id] > deleted_after][
+                : limit + 1 - len(records)
+            ]
+        more = len(records) > limit
+        chosen = records[:limit]
+        return Page(records=chosen, next_cursor=chosen[-1].id if more else None)
 
     def get(self, record_id: str) -> SourceRecord | None:
-        return self._current().by_id.get(record_id)
+        parts = decode_id(ID_PREFIX, record_id, 1)
+        if parts is None:
+            return None
+        rows = self.query(
+            "SELECT id, embedding_id, seq_id, created_at FROM embeddings "
+            "WHERE segment_id = ? AND embedding_id = ?",
+            (self.segment_id, parts[0]),
+        )
+        if rows:
+            return self._live_records(rows)[0]
+        snap = self._current()
+        at = snap.deleted_by_id.get(record_id)
+        return None if at is None else snap.deleted[at]
 
     def id_hint(self, record_id: str) -> str | None:
         if decode_id(ID_PREFIX, record_id, 1) is not None:
             return None
         candidate = encode_id(ID_PREFIX, str(record_id))
-        if candidate in self._current().by_id:
+        if self.get(candidate) is not None:
             return f"Chroma ids are given as {candidate}"
         return f"ids here look like {ID_PREFIX}:DOCUMENT-ID"
 
@@ -336,17 +444,29 @@ class ChromaReads(ForeignSqliteSource):
         return self.info.dim
 
     def has_vectors(self) -> bool:
-        return bool(self._current().vectors)
+        return self._current().vectors_complete
 
     def cache_vectors(self) -> dict[str, bytes]:
         """The newest FLOAT32 vector of each live document, from ``embeddings_queue``
-        (chromadb packs it as little-endian float32, ``dim * 4`` bytes)."""
-        return dict(self._current().vectors)
+        (chromadb packs it as little-endian float32, ``dim * 4`` bytes); none unless every
+        live document has one (a lane that ranks only some documents would mislead)."""
+        if not self.has_vectors():
+            return {}
+        out: dict[str, bytes] = {}
+        for eid, vector in self.query(
+            "SELECT q.id, q.vector FROM embeddings_queue AS q "
+            "JOIN embeddings AS e ON e.segment_id = ? AND e.embedding_id = q.id "
+            "WHERE q.topic LIKE ? AND q.operation IN (0, 1, 2) AND length(q.vector) = ? "
+            "AND coalesce(upper(q.encoding), 'FLOAT32') = 'FLOAT32' ORDER BY q.seq_id",
+            (self.segment_id, self._topic(), (self.info.dim or 0) * 4),
+        ):
+            out[encode_id(ID_PREFIX, str(eid))] = bytes(vector)
+        return out
 
     def vector_note(self) -> str | None:
         """Why search is keyword-only, when the vectors cannot be read; None when they can."""
         snap = self._current()
-        if snap.vectors or not snap.live_count:
+        if snap.vectors_complete or not snap.live_count or not self.info.dim:
             return None
         return (
             "the vectors of live documents are not all in embeddings_queue (Chroma purges it "

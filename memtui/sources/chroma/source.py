@@ -76,14 +76,14 @@ class ChromaSource(ChromaReads, GapClearable):
     # -- the gap
 
     def gap_records(self) -> list[SourceRecord]:
-        return [r for r in self._current().records if r.state == "deleted"]
+        return list(self._current().deleted)
 
     def gap_ids(self) -> list[str]:
         """Record ids of documents Chroma deleted whose text is still in the file."""
         return [r.id for r in self.gap_records()]
 
     def _texts_of(self, records: Sequence[SourceRecord]) -> list[str]:
-        held = self._current().queue_texts
+        held = self.queue_texts([str(r.metadata["embedding_id"]) for r in records])
         texts: dict[str, None] = {}
         for record in records:
             if record.content:
@@ -124,8 +124,8 @@ class ChromaSource(ChromaReads, GapClearable):
     def _count_gap(self) -> dict[str, int]:
         snap = self._current()
         gaps = self.gap_records()
-        held = snap.queue_texts
         gap_ids = {str(r.metadata["embedding_id"]) for r in gaps}
+        held = self.queue_texts(sorted(gap_ids))
         counts = {
             "deleted_with_text": len(gaps),
             "gap_queue_rows": sum(len(held.get(e, [])) for e in gap_ids),
@@ -145,13 +145,7 @@ class ChromaSource(ChromaReads, GapClearable):
         counts["hnsw_files_with_heap_bytes"] = sum(
             1 for slack in folder_slacks(self.folder) if slack.nonzero()
         )
-        counts["earlier_versions"] = sum(
-            1
-            for r in snap.records
-            if r.state == "live"
-            for t in held.get(str(r.metadata["embedding_id"]), [])
-            if t != r.content
-        )
+        counts["earlier_versions"] = self.earlier_versions()
         return counts
 
     def _forgotten_here(self) -> set[str]:
@@ -249,7 +243,8 @@ class ChromaSource(ChromaReads, GapClearable):
         record = self.get(record_id)
         if record is None:
             raise SourceError(self.missing_record_message(record_id))
-        rows = len(self._current().queue_texts.get(str(record.metadata["embedding_id"]), []))
+        eid = str(record.metadata["embedding_id"])
+        rows = len(self.queue_texts([eid]).get(eid, []))
         through = (
             "The document is deleted through chromadb (its vector index stays consistent), "
             if record.state == "live"
