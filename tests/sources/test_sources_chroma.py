@@ -284,3 +284,15 @@ def test_the_segment_pickle_is_never_loaded(tmp_path):
         source.summary()
         source.search("kwyjibo3q")
     assert not marker.exists()
+
+
+def test_cli_forget_gaps_vacuums_a_gap_that_names_no_document(tmp_path, monkeypatch):
+    folder = make_purged_folder(tmp_path / "cli" / "chroma")
+    monkeypatch.setenv("MEMTUI_NOW", NOW.isoformat())
+    argv = ["forget-gaps", str(folder), "--reason", "old deletes", "--yes", "--allow-writes"]
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    assert "erasure verified" in result.output
+    assert purged_text(5).encode() not in every_file(folder)
+    again = CliRunner().invoke(main, argv)
+    assert again.exit_code == 0 and "no erasure gap" in again.output

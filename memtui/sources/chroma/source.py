@@ -375,14 +375,17 @@ class ChromaSource(ChromaReads, GapClearable):
         ids = self.gap_ids()
         return {
             "records": ids,
+            # what the gap holds that names no record: free pages, stale fragments, heap bytes
+            "unattributed": self.has_gap(counts) and not ids,
             "rule": "the embeddings_queue rows with text of documents Chroma deleted; the "
             "full-text index merged; free pages purged (VACUUM)",
             "counts": counts,
             "nothing": "no erasure gap: no deleted document has text left and no page is free",
             "question": (
                 f"Delete the {counts['gap_queue_rows']} embeddings_queue row(s) of {len(ids)} "
-                f"deleted document(s) and purge {counts['free_pages']} free page(s)? "
-                "This cannot be undone"
+                f"deleted document(s), purge {counts['free_pages']} free page(s) and "
+                f"{counts.get('stale_queue_fragments', 0)} stale fragment(s) (VACUUM) and zero "
+                "the HNSW files' unused capacity? This cannot be undone"
             ),
         }
 
