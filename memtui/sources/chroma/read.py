@@ -12,14 +12,13 @@ shown as ``deleted`` records (hidden by default) and counted as the erasure gap.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memtui.core.records import format_timestamp
 from memtui.sources.base import (
     DEFAULT_PAGE_SIZE,
     Page,
@@ -42,15 +41,15 @@ WRITES = (0, 1, 2)
 DELETE = 3
 
 
+_SQLITE_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
+
+
 def chroma_time(text: Any) -> str | None:
-    """SQLite's ``CURRENT_TIMESTAMP`` (UTC ``YYYY-MM-DD HH:MM:SS``) as memtui's ISO text."""
-    if not isinstance(text, str):
+    """SQLite's ``CURRENT_TIMESTAMP`` (UTC ``YYYY-MM-DD HH:MM:SS``) as memtui's ISO text
+    (``format_timestamp``'s form), without parsing each one (a page has hundreds)."""
+    if not isinstance(text, str) or not _SQLITE_TIME.match(text):
         return None
-    try:
-        moment = datetime.strptime(text[:19], "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
-    except ValueError:
-        return None
-    return format_timestamp(moment)
+    return f"{text[:10]}T{text[11:19]}.000000Z"
 
 
 def queue_document(metadata: Any) -> tuple[str | None, dict[str, Any]]:
@@ -396,8 +395,10 @@ class ChromaReads(ForeignSqliteSource):
         if live_after >= 0:
             where, params = self._scope_sql(wanted)
             rows = self.query(
-                f"SELECT e.id, e.embedding_id, e.seq_id, e.created_at {self._LIVE}{where} "
-                "AND e.id > ? ORDER BY e.id LIMIT ?",
+                # ``+e.segment_id``: walk the rowid range in order (the segment's index
+                # would sort every row of the collection for each page)
+                "SELECT e.id, e.embedding_id, e.seq_id, e.created_at FROM embeddings AS e "
+                f"WHERE +e.segment_id = ?{where} AND e.id > ? ORDER BY e.id LIMIT ?",
                 (self.segment_id, *params, live_after, limit + 1),
             )
             records = self._live_records(rows)
