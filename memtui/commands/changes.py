@@ -254,9 +254,10 @@ def forget_gaps(
     operator: str | None,
 ) -> None:
     """Clear what a store's own deletes left behind (mem0: deleted memories' history;
-    LangGraph: orphaned vectors of deleted items; Letta: soft-deleted passages; a
-    Postgres store: dead row versions and the bytes VACUUM leaves in pages' free
-    space).
+    LangGraph: orphaned vectors of deleted items; Letta: soft-deleted passages;
+    Chroma: deleted documents' queue rows, stale pages, HNSW heap bytes; LanceDB:
+    rows older versions and data files still hold; a Postgres store: dead row
+    versions and the bytes VACUUM leaves in pages' free space).
 
     mem0's delete removes the point but keeps the memory's text in history.db
     (the DELETE row's old_memory, the ADD and UPDATE rows). This clears that
@@ -278,13 +279,13 @@ def forget_gaps(
     ) as source:
         if not isinstance(source, GapClearable):
             raise click.ClickException(
-                "forget-gaps clears what mem0's, LangGraph's, Letta's and Postgres stores' "
-                "own deletes leave behind; "
+                "forget-gaps clears what the own deletes of mem0, LangGraph, Letta, Chroma, "
+                "LanceDB and Postgres stores leave behind; "
                 f"{source.kind_label} has no such gap for memtui to clear"
             )
         clears = able(source, "forget-gaps")
         preview = clears.forget_gaps_preview()
-        if not preview["records"]:
+        if not preview["records"] and not preview.get("unattributed"):
             click.echo(preview["nothing"])
             return
         confirm_or_abort(preview["question"], assume_yes)

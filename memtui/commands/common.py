@@ -204,7 +204,8 @@ def qdrant_options(func: Callable[..., Any]) -> Callable[..., Any]:
             default=None,
             metavar="NAME",
             help="Qdrant collection (default: cyber_autoagent_memories or mem0 when present), "
-            "or mem0's pgvector collection (its table) in a postgresql:// store.",
+            "a Chroma folder's collection, or mem0's pgvector collection (its table) in a "
+            "postgresql:// store.",
         ),
         click.option(
             "--memory-mode",

@@ -164,7 +164,12 @@ def _refuse_others_options(kind: StoreKind, options: Mapping[str, Any], path: ob
                 and options.get(k.name) is not None
                 and set(used) <= set(options[k.name].given_flags())
             ]
-            where = " and ".join([other.options_apply_to, *also])
+            kinds = [other.options_apply_to, *also]
+            where = (
+                " and ".join(kinds)
+                if len(kinds) < 3
+                else (f"{', '.join(kinds[:-1])} and {kinds[-1]}")
+            )
             raise SourceError(f"{', '.join(used)} applies to {where}; {path} is not one")
 
 

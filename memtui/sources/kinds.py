@@ -239,6 +239,38 @@ def open_qdrant_server(request: OpenRequest, options: Any) -> MemorySource:
     )
 
 
+# ---------------------------------------------------------------- Chroma
+
+
+@dataclass(frozen=True)
+class ChromaOptions:
+    """What opening a Chroma folder takes besides its path: ``collection`` picks one."""
+
+    collection: str | None = None
+
+    def given_flags(self) -> list[str]:
+        """The options given, as flags (a store of another kind refuses them)."""
+        return ["--collection"] if self.collection else []
+
+
+def is_chroma(probe: Probe) -> bool:
+    if probe.is_folder:
+        from memtui.sources.chroma.folder import find_chroma_folder
+
+        return find_chroma_folder(probe.path) is not None
+    from memtui.sources.chroma.folder import SQLITE_NAME, is_chroma_schema
+
+    return probe.path.name == SQLITE_NAME and is_chroma_schema(set(probe.schema))
+
+
+def open_chroma(probe: Probe, request: OpenRequest, options: Any) -> MemorySource:
+    from memtui.sources.chroma import open_chroma_folder
+
+    return open_chroma_folder(
+        probe.path, collection=options.collection if options else None, **request.foreign()
+    )
+
+
 # ---------------------------------------------------------------- Postgres
 
 
@@ -342,5 +374,16 @@ QDRANT = StoreKind(
         named_by=lambda options: options.names_a_server,
         open=open_qdrant_server,
     ),
+)
+CHROMA = StoreKind(
+    "chroma",
+    "Chroma folder (chromadb PersistentClient: LangChain, LlamaIndex)",
+    "a folder with chroma.sqlite3 (collections, segments, embeddings, embeddings_queue)",
+    is_chroma,
+    open_chroma,
+    options=ChromaOptions,
+    options_apply_to="Chroma folders",
+    extra="chromadb to forget: pip install 'memtui[chroma]'",
+    folders="Chroma folders",
 )
 POSTGRES = _postgres_entry()

@@ -23,6 +23,7 @@ BUILT_IN: tuple[StoreKind, ...] = (
     kinds.TENANT,
     kinds.QDRANT,
     LANCEDB,
+    kinds.CHROMA,
     kinds.POSTGRES,
 )
 

@@ -1,4 +1,4 @@
-"""Pick one Qdrant collection when a store holds several and none was named.
+"""Pick one Qdrant or Chroma collection (or LanceDB table) when a store holds several.
 
 Shown before the main app: each collection with its point count, vector size,
 distance and what memtui recognizes it as (Cyber-AutoAgent memories, mem0,
@@ -38,12 +38,20 @@ class CollectionPicker(App[str | None]):
         self.where = where
         self.collections = list(collections)
 
+    def plural(self) -> str:
+        """What the store's collections are called (LanceDB's are tables)."""
+        named = {getattr(c, "plural", None) for c in self.collections} - {None}
+        if len(named) == 1:
+            return str(named.pop())
+        if self.collections and all(getattr(c, "kind", "") == "chroma" for c in self.collections):
+            return "Chroma collections"
+        return "Qdrant collections"
+
     def compose(self) -> ComposeResult:
         head = Text("memtui ", style="bold")
         head.append_text(one_line(self.where, 80))
         head.append(
-            f" holds {len(self.collections)} "
-            f"{getattr(self.collections[0], 'plural', 'Qdrant collections')}: pick one "
+            f" holds {len(self.collections)} {self.plural()}: pick one "
             "(or name it with --collection NAME)",
             style="",
         )

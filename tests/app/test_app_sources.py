@@ -603,3 +603,26 @@ async def test_the_picker_lists_a_lancedb_databases_tables(tmp_path):
         await pilot.press("down", "enter")
         await pilot.pause()
     assert picker.return_value == "notes"
+
+
+async def test_a_chroma_folder_with_two_collections_asks_which_then_opens_it(tmp_path, monkeypatch):
+    from fixtures.chroma_support import make_chroma_folder
+
+    from memtui.sources import CollectionChoiceError
+    from memtui.tui import launch
+
+    path = make_chroma_folder(tmp_path / "chroma", second=True)
+    with pytest.raises(CollectionChoiceError) as several:
+        open_source(path)
+    picker = CollectionPicker(several.value.where, several.value.collections)
+    async with picker.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        assert "holds 2 Chroma collections" in screen_text(picker)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+    assert picker.return_value == "notes"
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(CollectionPicker, "run", lambda self: "notes")
+    monkeypatch.setattr(MemtuiApp, "run", lambda self: seen.update(label=self.source.label))
+    launch.run_app(path)
+    assert seen["label"] == "chroma/notes (Chroma collection)"

@@ -21,6 +21,9 @@ from memtui.core.search import hybrid_search, rerank
 from memtui.core.store import MemoryStore
 
 GOLDEN = ROOT / "tests" / "fixtures" / "search_traces.json"
+#: kinds added after the trace was typed (nothing to compare with; a Chroma folder's
+#: times are also those of its writing, at test time)
+NEWER_THAN_THE_PIN = {"chroma", "lancedb"}
 
 
 def plain(trace: Any) -> Any:
@@ -87,6 +90,8 @@ def native_scenarios(tmp_path: Path) -> dict[str, Any]:
 def source_scenarios(tmp_path: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for case in CASES:
+        if case.name in NEWER_THAN_THE_PIN:
+            continue
         path = make_store(case, tmp_path / case.name)
         with opened(case, path, read_only=True) as source:
             out[f"{case.name}:plain"] = shape(source.search(case.query))

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import NOW, SAMPLE_CORPUS, fixed_clock
+from fixtures.chroma_support import make_chroma_folder
 from fixtures.lancedb_support import make_crewai_db, memory_id
 from fixtures.qdrant_support import MEM0_IDS, copy_mem0_store, make_cyber_folder
 from fixtures.qdrant_support import record_id as cyber_id
@@ -86,6 +87,7 @@ CASES = [
         embedder=HashEmbedder(8),
         has_hidden=False,
     ),
+    Case("chroma", "dark mode", "chroma:m01", embedder=HashEmbedder(8)),
 ]
 
 
@@ -102,6 +104,8 @@ def make_store(case: Case, folder: Path) -> Path:
         return copy_mem0_store(folder)
     if case.name == "lancedb":
         return make_crewai_db(folder / "memory", docs=False)
+    if case.name == "chroma":
+        return make_chroma_folder(folder / "chroma")
     source = {
         "langgraph": LANGGRAPH,
         "langgraph-vectors": LANGGRAPH_VECTORS,
@@ -389,6 +393,8 @@ def watched_paths(case: Case, store_path: Path) -> list[Path]:
             store_path / "collection/mem0/storage.sqlite",
             store_path.parent / "history.db",
         ]
+    if case.name == "chroma":
+        return [store_path, store_path / "chroma.sqlite3"]
     return [store_path]
 
 

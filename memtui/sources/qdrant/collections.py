@@ -79,6 +79,8 @@ class CollectionInfo:
     def describe(self) -> str:
         points = "?" if self.points is None else str(self.points)
         dims = "?" if self.dim is None else str(self.dim)
+        if self.kind == "chroma":
+            return f"{self.name} ({points} documents, {dims} dims; Chroma collection)"
         label = KIND_LABELS.get(self.kind, "Qdrant collection")
         return f"{self.name} ({points} points, {dims} dims, {self.distance or '?'}; {label})"
 
@@ -94,6 +96,7 @@ class CollectionInfo:
 
 
 KIND_LABELS = {
+    "chroma": "Chroma collection",
     "cyber-autoagent": "Cyber-AutoAgent memories",
     "cyber-web-cache": "Cyber-AutoAgent web-search cache",
     "mem0": "mem0 memories",

@@ -89,7 +89,10 @@ def test_collection_on_a_file_store_names_both_kinds_that_take_it():
     path = Path(__file__).parents[2] / "fixtures" / "preferences.sqlite"
     with pytest.raises(SourceError) as raised:
         open_source(path, collection="x")
-    assert "--collection applies to Qdrant stores and Postgres stores" in str(raised.value)
+    assert (
+        "--collection applies to Qdrant stores, LanceDB databases, Chroma folders and Postgres stores"
+        in str(raised.value)
+    )
 
 
 def test_the_cli_says_so_in_one_line(runner, two_collections):
