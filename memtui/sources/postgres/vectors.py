@@ -46,7 +46,7 @@ def vector_text(values: Sequence[float]) -> str:
 def parse_vector(text: Any) -> list[float]:
     """pgvector's text form (``[0.1,0.2]``) as floats."""
     body = str(text).strip().strip("[]")
-    return [float(v) for v in body.split(",")] if body else []
+    return list(map(float, body.split(","))) if body else []
 
 
 def ef_search_for(limit: int) -> int:
@@ -134,8 +134,9 @@ class PgVectors:
         self.cast = catalog.type_name(TABLE, "embedding") if self.present else "vector"
         self.index, self.unusable = ann_index(catalog.indexes.get(TABLE, []), "embedding")
         self._counted: dict[tuple[Any, ...], int] = {}
-        self.last: dict[str, tuple[float, str, list[float]]] = {}
-        """The last lane's pool by record id: raw score, the field that scored, its vector."""
+        self.last: dict[str, tuple[float, str, Any]] = {}
+        """The last lane's pool by record id: raw score, the field that scored, its vector
+        as the database's text (``parse_vector`` reads it; not parsed unless asked for)."""
 
     def describe(self) -> str:
         """The vectors and the index the vector lane can use, in words."""
@@ -182,13 +183,14 @@ class PgVectors:
         return nearest(source, sql, bound, self.index, limit, f"{TABLE}.embedding")
 
     @staticmethod
-    def best_fields(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[float, str, list[float]]]:
-        """Each item's best field, in the rows' order: raw ``1 - distance``, field, vector."""
-        best: dict[str, tuple[float, str, list[float]]] = {}
+    def best_fields(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[float, str, Any]]:
+        """Each item's best field, in the rows' order: raw ``1 - distance``, field, and its
+        vector as the database's text (``parse_vector`` it: only the pool's are)."""
+        best: dict[str, tuple[float, str, Any]] = {}
         for prefix, key, field_name, embedding, distance in rows:
             record_id = encode_id(ID_PREFIX, prefix, key)
             if record_id not in best and distance is not None and math.isfinite(distance):
-                best[record_id] = (1.0 - float(distance), str(field_name), parse_vector(embedding))
+                best[record_id] = (1.0 - float(distance), str(field_name), embedding)
         return best
 
     def fields(self, source: LangGraphPostgresSource, version: Any) -> int:
