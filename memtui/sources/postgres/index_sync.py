@@ -184,25 +184,24 @@ class PostgresIndex(ForeignIndex):
             f"{self._scope_assignments()} WHERE source_id = ?"
         )
         now = self.now_text()
-        written = 0
-        with self.write() as conn:
-            for row in rows:
-                state = self._state_params(row)
-                current = held.get(row.source_id)
-                if current is None:
-                    conn.execute(insert, (row.source_id, now, row.content or "", *state))
-                    written += 1
-                    continue
-                if current == (row.content or "", *state):
-                    continue
-                conn.execute(update, (*state, row.source_id))
+        inserts: list[tuple[Any, ...]] = []
+        updates: list[tuple[Any, ...]] = []
+        contents: list[tuple[str, str]] = []
+        for row in rows:
+            state = self._state_params(row)
+            current = held.get(row.source_id)
+            if current is None:
+                inserts.append((row.source_id, now, row.content or "", *state))
+            elif current != (row.content or "", *state):
+                updates.append((*state, row.source_id))
                 if current[0] != (row.content or ""):
-                    conn.execute(
-                        "UPDATE records SET content = ? WHERE source_id = ?",
-                        (row.content or "", row.source_id),
-                    )
-                written += 1
-        return written
+                    contents.append((row.content or "", row.source_id))
+        if inserts or updates:
+            with self.write() as conn:
+                conn.executemany(insert, inserts)
+                conn.executemany(update, updates)
+                conn.executemany("UPDATE records SET content = ? WHERE source_id = ?", contents)
+        return len(inserts) + len(updates)
 
     def remove(self, source_ids: Iterable[str]) -> int:
         """Delete these rows (their postings and vectors with them); merges the full-text

@@ -400,7 +400,7 @@ class LangGraphFeed:
         """What the index keeps of a row, and nothing more (no vector fields, no times)."""
         source = self.source
         expires = "s.expires_at" if source._has_ttl() else "NULL"
-        return f"SELECT s.prefix, s.key, s.value, {expires} FROM {source._store} AS s"
+        return f"SELECT s.prefix, s.key, s.value::text, {expires} FROM {source._store} AS s"
 
     @staticmethod
     def _index_row(row: Sequence[Any]) -> CacheRow:

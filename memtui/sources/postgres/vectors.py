@@ -46,7 +46,13 @@ def vector_text(values: Sequence[float]) -> str:
 def parse_vector(text: Any) -> list[float]:
     """pgvector's text form (``[0.1,0.2]``) as floats."""
     body = str(text).strip().strip("[]")
-    return [float(v) for v in body.split(",")] if body else []
+    return list(map(float, body.split(","))) if body else []
+
+
+def ef_search_for(limit: int) -> int:
+    """pgvector returns at most ``hnsw.ef_search`` rows from an HNSW index: at least the
+    rows asked for (40, pgvector's default, at the least; 1000, its most, at the most)."""
+    return max(40, min(limit, MAX_EF_SEARCH))
 
 
 def plan_uses(plan: Any, index_name: str) -> bool:
@@ -97,7 +103,7 @@ def nearest(
 
     def run(conn: Any) -> tuple[list[tuple[Any, ...]], str]:
         if index is not None and index.method == "hnsw":
-            conn.execute(f"SET LOCAL hnsw.ef_search = {max(40, min(limit, MAX_EF_SEARCH))}")
+            conn.execute(f"SET LOCAL hnsw.ef_search = {ef_search_for(limit)}")
         plan = conn.execute(f"EXPLAIN (FORMAT JSON) {sql}", bound).fetchone()[0]
         rows = conn.execute(sql, bound).fetchall()
         if index is not None and plan_uses(plan, index.name):
@@ -128,8 +134,9 @@ class PgVectors:
         self.cast = catalog.type_name(TABLE, "embedding") if self.present else "vector"
         self.index, self.unusable = ann_index(catalog.indexes.get(TABLE, []), "embedding")
         self._counted: dict[tuple[Any, ...], int] = {}
-        self.last: dict[str, tuple[float, str, list[float]]] = {}
-        """The last lane's pool by record id: raw score, the field that scored, its vector."""
+        self.last: dict[str, tuple[float, str, Any]] = {}
+        """The last lane's pool by record id: raw score, the field that scored, its vector
+        as the database's text (``parse_vector`` reads it; not parsed unless asked for)."""
 
     def describe(self) -> str:
         """The vectors and the index the vector lane can use, in words."""
@@ -176,13 +183,14 @@ class PgVectors:
         return nearest(source, sql, bound, self.index, limit, f"{TABLE}.embedding")
 
     @staticmethod
-    def best_fields(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[float, str, list[float]]]:
-        """Each item's best field, in the rows' order: raw ``1 - distance``, field, vector."""
-        best: dict[str, tuple[float, str, list[float]]] = {}
+    def best_fields(rows: Sequence[Sequence[Any]]) -> dict[str, tuple[float, str, Any]]:
+        """Each item's best field, in the rows' order: raw ``1 - distance``, field, and its
+        vector as the database's text (``parse_vector`` it: only the pool's are)."""
+        best: dict[str, tuple[float, str, Any]] = {}
         for prefix, key, field_name, embedding, distance in rows:
             record_id = encode_id(ID_PREFIX, prefix, key)
             if record_id not in best and distance is not None and math.isfinite(distance):
-                best[record_id] = (1.0 - float(distance), str(field_name), parse_vector(embedding))
+                best[record_id] = (1.0 - float(distance), str(field_name), embedding)
         return best
 
     def fields(self, source: LangGraphPostgresSource, version: Any) -> int:
@@ -198,6 +206,27 @@ class PgVectors:
             self._counted[key] = max(1, int(rows[0][0]))
         return self._counted[key]
 
+    def pool_sql(
+        self, source: LangGraphPostgresSource, filters: Mapping[str, Any], limit: int
+    ) -> tuple[str, list[Any]]:
+        """The nearest ``limit`` vectors in scope, live or expired, each row saying whether
+        its item is live: one statement gives the pool and the expired items that would
+        have been in it (the scope alone in the WHERE, so an HNSW index serves it)."""
+        where, params = source.where(filters, include_hidden=True)
+        live, live_params = source.where(None, include_hidden=False)
+        distance = f"v.embedding <=> %s::{self.cast}"
+        nearest = (
+            f"SELECT v.prefix, v.key, v.field_name, v.embedding, {distance} AS distance, "
+            f"{live} AS live FROM {self.table} AS v JOIN {source.table('store')} AS s "
+            f"ON s.prefix = v.prefix AND s.key = v.key WHERE {where} "
+            f"ORDER BY {distance} LIMIT %s"
+        )
+        sql = (
+            "SELECT n.prefix, n.key, n.field_name, n.embedding::text, n.distance, n.live "
+            f"FROM ({nearest}) AS n ORDER BY n.distance"
+        )
+        return sql, ["<query>", *live_params, *params, "<query>", limit]
+
     def lane(
         self,
         source: LangGraphPostgresSource,
@@ -207,30 +236,61 @@ class PgVectors:
         pool_size: int,
         cancelled: Callable[[], bool] | None,
     ) -> Lane:
-        """The pool: the best field of each item, raw ``1 - distance``, positive only."""
+        """The pool: the best field of each item, raw ``1 - distance``, positive only.
+
+        One query reads twice the pool's vectors in scope, live and expired: the live
+        ones are the pool, the expired ones above its last score are what the live rule
+        left out. Only when those rows do not fill the pool (and there were more) is the
+        pool read again with the live rule in the query, and the expired ones apart."""
         stop_if(cancelled)
         version = index.meta().get("source_fingerprint")
         fields = self.fields(source, version)
         limit = pool_size * fields
-        statement = self.lane_sql(source, filters, limit)
-        rows, note = self.fetch(source, query_vector, statement, limit)
+        wide = min(2 * limit, MAX_EF_SEARCH)
+        rows, note = self.fetch(source, query_vector, self.pool_sql(source, filters, wide), wide)
         stop_if(cancelled)
-        best = self.best_fields(rows)
+        live_rows = [r[:5] for r in rows if r[5]]
+        best = self.best_fields(live_rows)
         ordered = [(rid, score) for rid, (score, _, _) in best.items() if score > 0][:pool_size]
+        complete = len(ordered) >= pool_size or len(rows) < wide
+        if not complete:
+            rows, note = self.fetch(
+                source, query_vector, self.lane_sql(source, filters, limit), limit
+            )
+            best = self.best_fields(rows)
+            ordered = [(rid, s) for rid, (s, _, _) in best.items() if s > 0][:pool_size]
         cache_ids = index.cache_ids(rid for rid, _ in ordered)
         ranking = [(cache_ids[rid], score) for rid, score in ordered if rid in cache_ids]
         dates = dates_of(index, [cid for cid, _ in ranking], filters)
         ranking = [(cid, score) for cid, score in ranking if cid in dates]
         lane = lane_from_ranking(ranking, pool_size, dates)
-        lane.note = note
+        ef = self.ef_search(wide if complete else limit)
+        used = ef is not None and note.startswith("index:")
+        lane.note = note + (f"; hnsw.ef_search {ef}, at least the rows asked for" if used else "")
         lane.missing = self.missing(source, filters, version)
         line = ranking[-1][1] if len(ranking) >= pool_size else 0.0
+        if complete:
+            expired_rows = [r[:5] for r in rows if not r[5]]
+            entering = [
+                rid for rid, (s, _, _) in self.best_fields(expired_rows).items() if s > line
+            ]
+            expired = set(index.cache_ids(entering).values())
+        else:
+            expired = self.left_out(source, index, query_vector, filters, "expired", line, limit)
         lane.dropped = {
-            reason: self.left_out(source, index, query_vector, filters, reason, line, limit)
-            for reason in ("expired", "out_of_scope")
+            "expired": expired,
+            "out_of_scope": self.left_out(
+                source, index, query_vector, filters, "out_of_scope", line, limit
+            ),
         }
         self.last = {rid: best[rid] for rid, _ in ordered}
         return lane
+
+    def ef_search(self, limit: int) -> int | None:
+        """The ``hnsw.ef_search`` a lane of ``limit`` rows sets (None without HNSW)."""
+        if self.index is None or self.index.method != "hnsw":
+            return None
+        return ef_search_for(limit)
 
     def left_out(
         self,

@@ -122,7 +122,10 @@ def test_the_trace_names_the_index_when_the_plan_uses_it(lg_store):
     sql(lg_store, f'ALTER DATABASE "{database}" SET enable_seqscan = off')
     with opened(lg_store) as source:
         trace = source.search("trip", embedder=EMBEDDER).trace
-        assert trace.vector_search == "index: hnsw store_vectors_embedding_idx (approximate)"
+        assert trace.vector_search == (
+            "index: hnsw store_vectors_embedding_idx (approximate); "
+            "hnsw.ef_search 200, at least the rows asked for"
+        )
         assert trace.to_dict()["vector_search"] == trace.vector_search
     sql(lg_store, "DROP INDEX store_vectors_embedding_idx")
     with opened(lg_store) as source:
