@@ -24,6 +24,7 @@ and in SECURITY.md, never counted as verified.
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,9 @@ SEGMENTS = 1024
 """The most 1 GB segments of one relation read (beyond that the scan stops)."""
 BYTE_SCAN_LIMIT = 2 * 1024 * 1024 * 1024
 _ESCAPED = frozenset('"\\')
+PageMap = dict[str, list[Any]]
+"""Per table, ``[block, bytes]`` of each deleted row (its ``ctid`` block and
+``pg_column_size``); ``"toast"``: the tables whose deleted values were TOASTed."""
 
 
 def text_probes(texts: Sequence[str]) -> list[str]:
@@ -108,6 +112,17 @@ class VectorProbe:
         """Its components as the server keeps them on disk (float4, this machine's byte
         order: the files are only read on a local server), at most ``PROBE_MAX`` bytes."""
         return struct.pack(f"={len(self.values)}f", *self.values)[:PROBE_MAX]
+
+    def raws(self) -> list[bytes]:
+        """``raw`` and the unit-length copy a cosine HNSW index keeps (pgvector normalizes
+        a vector before it goes into a ``vector_cosine_ops`` index: the heap's bytes are
+        not the index's unless the vector was of length 1 already)."""
+        norm = math.sqrt(sum(float(v) * float(v) for v in self.values))
+        own = self.raw()
+        if not norm:
+            return [own]
+        unit = struct.pack(f"={len(self.values)}f", *(v / norm for v in self.values))
+        return list(dict.fromkeys([own, unit[:PROBE_MAX]]))
 
     def literal(self) -> str:
         return "[" + ",".join(repr(float(v)) for v in self.values) + "]"
@@ -176,6 +191,47 @@ class PgErasure:
             [names],
         )
         return [(str(name), str(path)) for name, path in rows if path]
+
+    def relation_files_of(self, table: str) -> str:
+        """The file (relative to the data directory) of ``table``'s heap."""
+        rows = self.pg.query(
+            "SELECT pg_relation_filepath(to_regclass(%s))", [self.qualified(table)]
+        )
+        return str(rows[0][0])
+
+    def vector_index_files(self, table: str, column: str) -> list[tuple[str, str]]:
+        """``(index, file)`` of every index of ``table`` on ``column``."""
+        rows = self.pg.query(
+            "SELECT c.relname, pg_relation_filepath(c.oid) FROM pg_catalog.pg_index AS i "
+            "JOIN pg_catalog.pg_class AS c ON c.oid = i.indexrelid "
+            "JOIN pg_catalog.pg_attribute AS a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND a.attname = %s "
+            "ORDER BY 1",
+            [self.qualified(table), column],
+        )
+        return [(str(name), str(path)) for name, path in rows if path]
+
+    @staticmethod
+    def segments(base: Path) -> list[Path]:
+        """The segment files of the relation whose first segment is ``base``."""
+        out: list[Path] = []
+        for segment in range(SEGMENTS):
+            part = base if segment == 0 else Path(f"{base}.{segment}")
+            if not part.exists():
+                break
+            out.append(part)
+        return out
+
+    def relation_size(self, base: Path) -> int:
+        return sum(part.stat().st_size for part in self.segments(base))
+
+    def count_relation(self, base: Path, probes: Sequence[bytes]) -> dict[bytes, int]:
+        """Occurrences of each probe in every segment of one relation."""
+        found = dict.fromkeys(probes, 0)
+        for part in self.segments(base):
+            for probe, count in count_in_file(part, probes).items():
+                found[probe] += count
+        return found
 
     def scan_files(
         self, root: Path, tables: Sequence[str], probes: Sequence[bytes]
@@ -257,21 +313,43 @@ class PgErasure:
 
     # -- the purge
 
-    def vacuum(self, tables: Sequence[str], *, full: bool) -> str:
+    def vacuum(self, tables: Sequence[str], *, full: bool, analyze: bool = True) -> str:
+        """``VACUUM`` of ``tables``: plain with ``INDEX_CLEANUP ON`` (else a vacuum that
+        finds few dead rows skips the indexes, and pgvector's HNSW index keeps the
+        deleted element's vector), or ``FULL`` (a rewrite)."""
+        options = ["FULL"] if full else ["INDEX_CLEANUP ON"]
+        if analyze:
+            options.append("ANALYZE")
         names = ", ".join(self.qualified(t) for t in tables)
-        statement = f"VACUUM ({'FULL, ' if full else ''}ANALYZE) {names}"
+        statement = f"VACUUM ({', '.join(options)}) {names}"
         self.pg.run(lambda conn: conn.execute(statement))
-        return f"VACUUM ({'FULL, ' if full else ''}ANALYZE) {', '.join(tables)}"
+        return f"VACUUM ({', '.join(options)}) {', '.join(tables)}"
 
     def purge(
         self,
         changed: Sequence[str],
         texts: Sequence[str],
         vectors: Sequence[VectorProbe] = (),
+        pages: PageMap | None = None,
     ) -> PurgeReport:
         """Vacuum the ``changed`` tables and check that ``texts`` and ``vectors`` (the
         forgotten values) are gone from the store's rows, statistics and (when readable)
-        files."""
+        files. With ``pages`` (the blocks the deleted rows were on, per table) the bytes
+        are overwritten and checked in those blocks alone (``PagePurge``)."""
+        if pages is None:
+            return self.purge_whole(changed, texts, vectors)
+        from memtui.sources.postgres.page_purge import PagePurge
+
+        return PagePurge(self, changed, texts, vectors, pages).run()
+
+    def purge_whole(
+        self,
+        changed: Sequence[str],
+        texts: Sequence[str],
+        vectors: Sequence[VectorProbe] = (),
+    ) -> PurgeReport:
+        """The purge of a forget that did not record its rows' blocks: vacuum, the
+        tables' whole files read, a rewrite where plain VACUUM left the bytes."""
         report = PurgeReport()
         tables = [t for t in changed if t in self.columns]
         probes = text_probes(texts)
@@ -283,15 +361,7 @@ class PgErasure:
         if probes:
             for probe in probes:
                 allowed[probe.encode("utf-8")] = self.occurrences(probe)
-            elsewhere = sum(allowed.values())
-            report.checks["text_gone"] = elsewhere == 0
-            if elsewhere:
-                report.details["text_elsewhere"] = elsewhere
-                report.remarks.append(
-                    f"the forgotten text is still in {elsewhere} place(s) of the store's "
-                    "tables (another item holding the same text?)"
-                )
-            report.checks["statistics_gone"] = not self.statistics_hold(probes)
+            self.text_checks(report, probes, [allowed[p.encode("utf-8")] for p in probes])
         root, why = self.data_directory()
         if root is None or not probes:
             if root is None:
@@ -303,10 +373,23 @@ class PgErasure:
             report.remarks.append("the tables were rewritten (VACUUM FULL)")
             return report
         for vector in vectors:
-            raw = vector.raw()
-            allowed[raw] = allowed.get(raw, 0) + self.live_copies(vector)
+            for raw in vector.raws():
+                allowed[raw] = allowed.get(raw, 0) + self.live_copies(vector)
         self._scan_and_rewrite(report, root, tables, allowed)
         return report
+
+    def text_checks(self, report: PurgeReport, probes: Sequence[str], live: Sequence[int]) -> None:
+        """``text_gone`` (no live row holds a probe: ``live`` are their occurrences) and
+        ``statistics_gone`` (the planner's statistics do not show one)."""
+        elsewhere = sum(live)
+        report.checks["text_gone"] = elsewhere == 0
+        if elsewhere:
+            report.details["text_elsewhere"] = elsewhere
+            report.remarks.append(
+                f"the forgotten text is still in {elsewhere} place(s) of the store's "
+                "tables (another item holding the same text?)"
+            )
+        report.checks["statistics_gone"] = not self.statistics_hold(probes)
 
     def _scan_and_rewrite(
         self, report: PurgeReport, root: Path, tables: list[str], allowed: dict[bytes, int]

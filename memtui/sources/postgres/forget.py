@@ -19,6 +19,17 @@ from memtui.sources.base import SourceError, SourceRecord
 from memtui.sources.postgres.connection import PgConnection
 from memtui.sources.postgres.erasure import VectorProbe
 
+
+def block_of(column: str) -> str:
+    """What a forget reads of each row it deletes (``FROM table AS t``), after its values:
+    the block of its ``ctid``, the row's size, and the size of ``column`` as stored (a
+    value of ``TOAST_SIGN`` bytes or more may be out of line, in the TOAST table)."""
+    return f"(t.ctid::text::point)[0]::bigint, pg_column_size(t.*), pg_column_size(t.{column})"
+
+
+TOASTED = "toast"
+TOAST_SIGN = 1900
+"""A value this large (bytes) may be stored out of line (TOAST threshold: ~2 KB a row)."""
 ROLLED_BACK = "forget failed, the transaction was rolled back and nothing was changed"
 
 
@@ -41,15 +52,29 @@ def vector_probes(
     return [VectorProbe(table, column, tuple(float(v) for v in e)) for e in embeddings if e]
 
 
+def note_blocks(pages: dict[str, list[Any]], table: str, rows: Sequence[Any]) -> None:
+    """Note each deleted row's block and size (the last three columns of ``BLOCK_OF``)
+    in ``pages``; a row with a value of ``TOAST_SIGN`` bytes or more names its table
+    under ``"toast"``."""
+    for row in rows:
+        block, size, largest = row[-3:]
+        pages.setdefault(table, []).append([int(block), int(size)])
+        if int(largest or 0) >= TOAST_SIGN and table not in pages.setdefault(TOASTED, []):
+            pages[TOASTED].append(table)
+
+
 def forgotten(
     records: Sequence[SourceRecord],
     texts: Iterable[str],
     vectors: Sequence[VectorProbe],
     checks: dict[str, bool],
     details: dict[str, Any],
+    pages: dict[str, list[Any]] | None = None,
 ) -> dict[str, Any]:
-    """The forget protocol's result of a delete (``ForeignForgetting._apply_forget``)."""
+    """The forget protocol's result of a delete (``ForeignForgetting._apply_forget``);
+    ``pages``: the deleted rows' blocks (``note_blocks``), for the page-local purge."""
     return {
+        "pages": pages,
         "removed": [r.id for r in records],
         "checks": checks,
         "probes": [text.encode("utf-8") for text in dict.fromkeys(texts) if text],

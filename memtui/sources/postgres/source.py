@@ -296,8 +296,8 @@ class PostgresSource(ForeignSqliteSource):
             checked = "the rows, the text and jsonb columns and the tables' files are checked"
         else:
             checked = (
-                "the rows and the text and jsonb columns are checked, the tables rewritten "
-                f"(VACUUM FULL); their files cannot be read ({why})"
+                "the rows and the text and jsonb columns are checked, the freed blocks "
+                f"overwritten but not read: their files cannot be read ({why})"
             )
         return f"forget: {checked}; out of memtui's reach: {UNREACHABLE}"
 
@@ -305,8 +305,9 @@ class PostgresSource(ForeignSqliteSource):
         """The end of a forget's rule in the dialog: how it is purged and what it cannot
         reach."""
         return (
-            "the tables are vacuumed (VACUUM FULL where plain VACUUM leaves the bytes) and "
-            f"checked. Not reached, not verified: {UNREACHABLE}."
+            "the tables are vacuumed, the freed space of the rows' blocks overwritten and "
+            "those blocks read back (a TOASTed value: its table rewritten, VACUUM FULL). "
+            f"Not reached, not verified: {UNREACHABLE}."
         )
 
     def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:
@@ -315,7 +316,7 @@ class PostgresSource(ForeignSqliteSource):
         a scan that could not run)."""
         texts = [bytes(p).decode("utf-8", "replace") for p in applied.get("probes", [])]
         vectors = list(applied.get("vector_probes", []))
-        report = self.erasure().purge(self.forget_tables, texts, vectors)
+        report = self.erasure().purge(self.forget_tables, texts, vectors, applied.get("pages"))
         details: dict[str, Any] = {"purge": report.steps, **report.details}
         if report.remarks:
             details["remarks"] = list(report.remarks)
