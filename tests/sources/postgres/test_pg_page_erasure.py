@@ -1,0 +1,118 @@
+"""The page-local erasure of a Postgres forget on a real server: where overwriting the
+freed space of the rows' blocks cannot erase (a TOASTed value, a block left with no
+live row) the table is rewritten and the outcome says so; a block the vacuum truncated
+away is gone without one; the block and vector arithmetic behind the reads."""
+
+from __future__ import annotations
+
+import random
+import string
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import NOW
+
+from memtui.sources import open_source
+from memtui.sources.base import encode_id
+from memtui.sources.postgres.erasure import VectorProbe
+from memtui.sources.postgres.page_erasure import BLOCK, SEGMENT_BLOCKS, read_block
+
+from .conftest import new_database
+from .support import open_library, sql
+
+RNG = random.Random(5)
+TOASTED = "".join(RNG.choices(string.ascii_letters, k=6000))
+"""Letters at random: pglz cannot shrink them, so the value goes out of line whole."""
+WIDE = ["".join(RNG.choices(string.ascii_letters, k=1200)) for _ in range(2)]
+"""Two values that each fill a block of a table with fillfactor 10 alone."""
+
+
+@pytest.fixture
+def store(pg_server: Any) -> Iterator[str]:
+    with new_database(pg_server) as url:
+        with open_library(url) as library:
+            library.setup()
+            for n in range(6):
+                library.put(("users", "u1"), f"k{n}", {"text": f"small item number {n} here"})
+        yield url
+
+
+def opened(url: str) -> Any:
+    return open_source(url, allow_writes=True, now=NOW, operator="tester")
+
+
+def file_bytes(source: Any, probe: bytes) -> int:
+    erasure = source.erasure()
+    root, why = erasure.data_directory()
+    assert root is not None, why
+    source.pg.query("CHECKPOINT")
+    return erasure.scan_files(root, ["store"], [probe])[probe]
+
+
+def test_a_toasted_value_is_rewritten_and_said(store):
+    with open_library(store) as library:
+        library.put(("users", "u2"), "long", {"text": TOASTED})
+    probe = TOASTED[:64].encode()
+    with opened(store) as source:
+        assert file_bytes(source, probe) == 1  # in the TOAST table, uncompressed
+        outcome = source.forget(encode_id("lg", "users.u2", "long"), reason="r")
+        assert outcome.verified, outcome.checks
+        assert "TOASTed (stored out of line): store rewritten (VACUUM FULL)" in outcome.remark
+        assert file_bytes(source, probe) == 0
+        steps = source.audit_events(limit=1)[0]["details"]["purge"]
+    assert "VACUUM (FULL) store" in steps
+
+
+def wide_items(url: str) -> None:
+    """Two items alone in a block each (fillfactor 10), after the small ones."""
+    sql(url, "ALTER TABLE store SET (fillfactor = 10)")
+    with open_library(url) as library:
+        for n, text in enumerate(WIDE):
+            library.put(("users", "u3"), f"w{n}", {"text": text})
+    blocks = sql(url, "SELECT (ctid::text::point)[0] FROM store WHERE prefix = 'users.u3'")
+    assert len({b for (b,) in blocks}) == 2
+
+
+def test_a_block_left_with_no_live_row_is_rewritten_and_said(store):
+    wide_items(store)
+    probe = WIDE[0][:64].encode()
+    with opened(store) as source:
+        outcome = source.forget(encode_id("lg", "users.u3", "w0"), reason="r")
+        assert outcome.verified, outcome.checks
+        assert (
+            "stayed in 1 block(s) of store (a block with no live row): rewritten (VACUUM FULL)"
+            in outcome.remark
+        )
+        assert file_bytes(source, probe) == 0
+    assert sql(store, "SELECT count(*) FROM store") == [(7,)]
+
+
+def test_a_last_block_the_vacuum_truncates_needs_no_rewrite(store):
+    wide_items(store)
+    with opened(store) as source:
+        outcome = source.forget(encode_id("lg", "users.u3", "w1"), reason="r")
+        assert outcome.verified, outcome.checks
+        assert outcome.remark is None
+        assert file_bytes(source, WIDE[1][:64].encode()) == 0
+        assert file_bytes(source, WIDE[0][:64].encode()) == 1  # the other one stays
+
+
+def test_a_cosine_index_keeps_the_unit_vector_so_both_are_looked_for():
+    probe = VectorProbe("store_vectors", "embedding", (3.0, 4.0))
+    assert probe.raws() == [struct.pack("=2f", 3.0, 4.0), struct.pack("=2f", 0.6, 0.8)]
+    unit = VectorProbe("store_vectors", "embedding", (0.6, 0.8))
+    assert len(unit.raws()) == 1 or unit.raws()[0] != unit.raws()[1]
+
+
+def test_a_block_is_read_from_its_segment(tmp_path):
+    base = tmp_path / "16384"
+    base.write_bytes(b"\0" * BLOCK * 3)
+    with (tmp_path / "16384.1").open("wb") as handle:  # a sparse second segment
+        handle.seek(5 * BLOCK)
+        handle.write(b"x" * BLOCK)
+    assert read_block(base, SEGMENT_BLOCKS + 5) == b"x" * BLOCK
+    assert read_block(base, 2) == b"\0" * BLOCK
+    assert read_block(base, 3) == b""  # past the end: truncated away
+    assert read_block(base, 2 * SEGMENT_BLOCKS) == b""  # no third segment
