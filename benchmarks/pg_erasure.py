@@ -64,12 +64,28 @@ def item(count: int, n: int) -> tuple[str, str]:
     return f"users.u{n % 997}", f"m{n:07d}"
 
 
-def raw_forget(conn: Any, prefix: str, key: str) -> float:
+def raw_forget(conn: Any, prefix: str, key: str, options: str = "") -> float:
     began = time.perf_counter()
     conn.execute("DELETE FROM store_vectors WHERE prefix = %s AND key = %s", (prefix, key))
     conn.execute("DELETE FROM store WHERE prefix = %s AND key = %s", (prefix, key))
-    conn.execute("VACUUM store, store_vectors")
+    conn.execute(f"VACUUM {options} store, store_vectors")
     return time.perf_counter() - began
+
+
+def index_holds_unit_vector(conn: Any, prefix: str, key: str) -> int:
+    """How often the HNSW index's files hold the item's unit vector (``VectorProbe.raws``):
+    1 when the normalized probe matches what pgvector wrote."""
+    from memtui.sources.postgres.erasure import VectorProbe
+
+    (values,) = conn.execute(
+        "SELECT embedding::real[] FROM store_vectors WHERE prefix = %s AND key = %s",
+        (prefix, key),
+    ).fetchone()
+    unit = VectorProbe("store_vectors", "embedding", tuple(values)).raws()[-1]
+    root = Path(conn.execute("SHOW data_directory").fetchone()[0])
+    (path,) = conn.execute("SELECT pg_relation_filepath('store_vectors_embedding_idx')").fetchone()
+    conn.execute("CHECKPOINT")
+    return (root / path).read_bytes().count(unit)
 
 
 def run_size(server: Any, count: int, repeats: int) -> dict[str, Any]:
@@ -93,6 +109,11 @@ def run_size(server: Any, count: int, repeats: int) -> dict[str, Any]:
         load(conn, count)
         loaded = time.perf_counter() - began
         raws = [raw_forget(conn, *item(count, count // 2 + r)) for r in range(repeats)]
+        raws_on = [
+            raw_forget(conn, *item(count, count // 3 + r), "(INDEX_CLEANUP ON)")
+            for r in range(repeats)
+        ]
+        unit_found = index_holds_unit_vector(conn, *item(count, 7))
     times, outcomes = [], []
     for r in range(repeats):
         prefix, key = item(count, 7 + r * 101)
@@ -107,6 +128,8 @@ def run_size(server: Any, count: int, repeats: int) -> dict[str, Any]:
         "items": count,
         "load_s": loaded,
         "raw_s": statistics.median(raws),
+        "raw_on_s": statistics.median(raws_on),
+        "unit_vector_in_index": unit_found,
         "forget_s": statistics.median(times),
         "forget_all_s": times,
         "verified": [o.verified for o in outcomes],
@@ -126,13 +149,18 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("XDG_DATA_HOME", str(folder / "data-home"))
     server = pgserver.get_server(folder / "pg", cleanup_mode="delete")
     try:
-        print("items    load s   raw DELETE+VACUUM s   memtui forget s   ratio  verified")
+        print(
+            "items    load s   raw DELETE+VACUUM s   +INDEX_CLEANUP ON s   memtui forget s"
+            "   ratio  ratio(ON)  verified"
+        )
         for size in (int(s) for s in args.sizes.split(",")):
             row = run_size(server, size, args.repeats)
             print(
                 f"{row['items']:>8} {row['load_s']:8.1f} {row['raw_s']:21.3f} "
-                f"{row['forget_s']:17.3f} {row['forget_s'] / row['raw_s']:6.1f}x  "
-                f"{row['verified']}",
+                f"{row['raw_on_s']:21.3f} {row['forget_s']:17.3f} "
+                f"{row['forget_s'] / row['raw_s']:6.1f}x {row['forget_s'] / row['raw_on_s']:9.1f}x"
+                f"  {row['verified']}  (unit vector found in the index: "
+                f"{row['unit_vector_in_index']})",
                 flush=True,
             )
             for times, failed, remark in zip(

@@ -20,11 +20,13 @@ from memtui.sources.postgres.connection import PgConnection
 from memtui.sources.postgres.erasure import VectorProbe
 
 
-def block_of(column: str) -> str:
+def block_of(*columns: str) -> str:
     """What a forget reads of each row it deletes (``FROM table AS t``), after its values:
-    the block of its ``ctid``, the row's size, and the size of ``column`` as stored (a
-    value of ``TOAST_SIGN`` bytes or more may be out of line, in the TOAST table)."""
-    return f"(t.ctid::text::point)[0]::bigint, pg_column_size(t.*), pg_column_size(t.{column})"
+    the block of its ``ctid``, the row's size, and the size of a value as stored (a
+    value of ``TOAST_SIGN`` bytes or more may be out of line, in the TOAST table): the
+    largest of ``columns``."""
+    sizes = ", ".join(f"coalesce(pg_column_size(t.{c}), 0)" for c in columns)
+    return f"(t.ctid::text::point)[0]::bigint, pg_column_size(t.*), greatest({sizes})"
 
 
 TOASTED = "toast"
