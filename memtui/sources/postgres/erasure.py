@@ -277,22 +277,26 @@ class PgErasure:
                 total += int(rows[0][0])
         return total
 
-    def live_copies(self, vector: VectorProbe) -> int:
-        """How many copies of an equal vector the live rows account for on disk: one in
-        the heap and one in each index of its column, per live row holding it."""
+    def live_equal(self, vector: VectorProbe) -> int:
+        """How many live rows hold a vector equal to ``vector``."""
         column = quote_identifier(vector.column)
         rows = self.pg.query(
             f"SELECT count(*) FROM {self.qualified(vector.table)} "
-            f"WHERE {column}::text = %s::{self.vector_type(vector)}::text",
+            f"WHERE {column} = %s::{self.vector_type(vector)}",
             [vector.literal()],
         )
+        return int(rows[0][0])
+
+    def live_copies(self, vector: VectorProbe) -> int:
+        """How many copies of an equal vector the live rows account for on disk: one in
+        the heap and one in each index of its column, per live row holding it."""
         indexes = self.pg.query(
             "SELECT count(*) FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_attribute AS a "
             "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
             "WHERE i.indrelid = to_regclass(%s) AND a.attname = %s",
             [self.qualified(vector.table), vector.column],
         )
-        return int(rows[0][0]) * (1 + int(indexes[0][0]))
+        return self.live_equal(vector) * (1 + int(indexes[0][0]))
 
     def vector_type(self, vector: VectorProbe) -> str:
         declared = self.columns.get(vector.table, {}).get(vector.column, "vector")

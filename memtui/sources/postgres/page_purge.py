@@ -235,12 +235,16 @@ class PagePurge:
                 )
                 continue
             erasure.pg.run(lambda conn: conn.execute("CHECKPOINT"))
-            probes = {raw: erasure.live_copies(v) for v in vectors for raw in v.raws()}
-            found: dict[bytes, int] = dict.fromkeys(probes, 0)
+            found: dict[bytes, int] = {}
             for _name, relative in files:
-                for probe, n in erasure.count_relation(root / relative, list(probes)).items():
-                    found[probe] += n
-            left = sum(max(0, n - probes[p]) for p, n in found.items())
+                raws = [raw for v in vectors for raw in v.raws()]
+                for probe, n in erasure.count_relation(root / relative, raws).items():
+                    found[probe] = found.get(probe, 0) + n
+            left = 0
+            for vector in vectors:  # live rows with an equal vector, asked only when found
+                held = max(found.get(raw, 0) for raw in vector.raws())
+                if held:
+                    left += max(0, held - erasure.live_equal(vector) * len(files))
             report.details["index_copies"] = left
             report.steps.append(f"read the files of {names} for the vectors")
             gone = gone and not left
