@@ -302,6 +302,35 @@ class PgErasure:
         declared = self.columns.get(vector.table, {}).get(vector.column, "vector")
         return declared.split("(", 1)[0]
 
+    def snapshot_holders(self) -> list[str]:
+        """What may keep this database's dead rows from a vacuum, in words: other
+        sessions with a snapshot older than now (an open transaction), prepared
+        transactions, replication slots holding an xmin. (A role that may not read
+        other roles' sessions, without ``pg_read_all_stats``, sees its own alone.)"""
+        out = [
+            f"a transaction open since {started:%Y-%m-%d %H:%M:%S} (pid {pid}"
+            + (f", {app}" if app else "")
+            + ")"
+            for pid, app, started in self.pg.query(
+                "SELECT pid, coalesce(application_name, ''), xact_start "
+                "FROM pg_catalog.pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL "
+                "AND xact_start < statement_timestamp() ORDER BY xact_start LIMIT 3"
+            )
+        ]
+        prepared = self.pg.query(
+            "SELECT count(*) FROM pg_catalog.pg_prepared_xacts WHERE database = current_database()"
+        )[0][0]
+        if prepared:
+            out.append(f"{prepared} prepared transaction(s)")
+        slots = self.pg.query(
+            "SELECT count(*) FROM pg_catalog.pg_replication_slots "
+            "WHERE (database IS NULL OR database = current_database()) AND xmin IS NOT NULL"
+        )[0][0]
+        if slots:
+            out.append(f"{slots} replication slot(s) holding an xmin")
+        return out
+
     def statistics_hold(self, probes: Sequence[str]) -> bool:
         """Whether the planner's statistics of the store's tables still show a probe."""
         for probe in probes:

@@ -27,6 +27,7 @@ from memtui.sources.postgres.erasure import PurgeReport, VectorProbe, text_probe
 from memtui.sources.postgres.forget import TOASTED
 from memtui.sources.postgres.page_erasure import BlockOverwrite, block_range, read_block
 from memtui.sources.postgres.url import quote_identifier
+from memtui.sources.shapes import SourceError
 
 if TYPE_CHECKING:
     from memtui.sources.postgres.erasure import PageMap, PgErasure
@@ -152,6 +153,8 @@ class PagePurge:
     def checked(self, root: Path) -> None:
         """Overwrite and read the recorded blocks; rewrite where that cannot erase."""
         report, rewrite = self.report, [t for t in self.tables if t in self.toasted]
+        if self.held_back(root):
+            return
         left_total, rounds_total = 0, 0
         for table, blocks in self.pages.items():
             if table in rewrite:
@@ -163,7 +166,7 @@ class PagePurge:
             )
             try:
                 left, rounds, empty = overwrite.run(sorted(blocks))
-            except Exception as exc:  # a failed step is a failed check, never a half outcome
+            except (SourceError, OSError) as exc:  # a failed check, never a half outcome
                 report.checks["overwrite"] = False
                 report.details["overwrite_problem"] = str(exc)[:300]
                 return
@@ -195,6 +198,27 @@ class PagePurge:
             gone = self.rewrite(root, rewrite)
         gone = self.index_check(root) and gone
         report.checks["bytes_gone"] = gone
+
+    def held_back(self, root: Path) -> bool:
+        """Whether an older snapshot keeps the deleted rows from the vacuum (another
+        session's open transaction, a prepared transaction, a replication slot) while
+        their blocks still hold the bytes: then no overwrite or rewrite can take them
+        (``VACUUM FULL`` copies rows an open snapshot may still see), and the outcome
+        names what holds them."""
+        holders = self.erasure.snapshot_holders()
+        if not holders:
+            return False
+        if not any(
+            n for t, b in self.pages.items() for n in self.block_counts(root, t, sorted(b)).values()
+        ):
+            return False
+        self.report.checks["dead_rows_removed"] = False
+        self.report.details["held_by"] = holders
+        self.report.remarks.append(
+            f"VACUUM could not remove the deleted rows: {'; '.join(holders)} may still see "
+            "them; their bytes stay until it ends and the tables are vacuumed again"
+        )
+        return True
 
     def rewrite(self, root: Path, tables: list[str]) -> bool:
         """``VACUUM FULL`` of ``tables`` and their whole files read for the bytes."""

@@ -116,3 +116,23 @@ def test_a_block_is_read_from_its_segment(tmp_path):
     assert read_block(base, 2) == b"\0" * BLOCK
     assert read_block(base, 3) == b""  # past the end: truncated away
     assert read_block(base, 2 * SEGMENT_BLOCKS) == b""  # no third segment
+
+
+def test_an_open_snapshot_that_still_sees_the_row_is_named_and_not_verified(store):
+    """Another session's REPEATABLE READ transaction, opened before the forget, may still
+    see the deleted row: VACUUM keeps it (and VACUUM FULL would copy it), so no overwrite
+    can take its bytes. The forget names the transaction and is not verified."""
+    import psycopg
+
+    with psycopg.connect(store) as reader:
+        reader.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        reader.execute("SELECT count(*) FROM store").fetchall()
+        (pid,) = reader.execute("SELECT pg_backend_pid()").fetchone()
+        with opened(store) as source:
+            outcome = source.forget(encode_id("lg", "users.u1", "k5"), reason="r")
+            assert not outcome.verified
+            assert outcome.checks["dead_rows_removed"] is False and outcome.checks["row_gone"]
+            assert "a transaction open since " in outcome.remark
+            assert f"(pid {pid}" in outcome.remark
+            assert file_bytes(source, b"small item number 5 here") == 1
+        reader.rollback()
