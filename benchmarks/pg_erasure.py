@@ -75,17 +75,17 @@ def raw_forget(conn: Any, prefix: str, key: str, options: str = "") -> float:
 def index_holds_unit_vector(conn: Any, prefix: str, key: str) -> int:
     """How often the HNSW index's files hold the item's unit vector (``VectorProbe.raws``):
     1 when the normalized probe matches what pgvector wrote."""
-    from memtui.sources.postgres.erasure import VectorProbe
+    from memtui.sources.postgres.erasure import VectorProbe, count_near
 
     (values,) = conn.execute(
         "SELECT embedding::real[] FROM store_vectors WHERE prefix = %s AND key = %s",
         (prefix, key),
     ).fetchone()
-    unit = VectorProbe("store_vectors", "embedding", tuple(values)).raws()[-1]
+    unit = VectorProbe("store_vectors", "embedding", tuple(values)).heads()[-1]
     root = Path(conn.execute("SHOW data_directory").fetchone()[0])
     (path,) = conn.execute("SELECT pg_relation_filepath('store_vectors_embedding_idx')").fetchone()
     conn.execute("CHECKPOINT")
-    return (root / path).read_bytes().count(unit)
+    return count_near(root / path, unit)
 
 
 def run_size(server: Any, count: int, repeats: int) -> dict[str, Any]:

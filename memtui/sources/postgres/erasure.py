@@ -100,6 +100,32 @@ def count_in_file(path: Path, probes: Sequence[bytes]) -> dict[bytes, int]:
     return counts
 
 
+def count_near(path: Path, head: Sequence[float], rtol: float = 4e-6, atol: float = 0.0) -> int:
+    """How often the file holds a run of float4 values (4-byte aligned) within a few
+    units in the last place of ``head``: a cosine HNSW index keeps a vector pgvector
+    normalized itself, in an order of float arithmetic this cannot repeat bit for bit.
+    A zero matches only a zero (``atol`` 0): small integers read as floats are tiny
+    denormals, and would match a vector's zeros otherwise."""
+    import numpy as np
+
+    want = np.asarray(head, dtype=np.float32)
+    size = len(want)
+    limit = atol + rtol * abs(float(want[0]))
+    count = 0
+    tail = np.empty(0, dtype=np.float32)
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            values = np.concatenate([tail, np.frombuffer(chunk[: len(chunk) // 4 * 4], "<f4")])
+            starts = values[: max(0, len(values) - size + 1)]
+            with np.errstate(invalid="ignore", over="ignore"):
+                hits = np.flatnonzero(np.abs(starts - want[0]) <= limit)
+                for at in hits:
+                    if np.allclose(values[at : at + size], want, rtol=rtol, atol=atol):
+                        count += 1
+            tail = values[len(starts) :]
+    return count
+
+
 @dataclass(frozen=True)
 class VectorProbe:
     """A forgotten pgvector value: where it was (table, column) and its components."""
@@ -112,6 +138,16 @@ class VectorProbe:
         """Its components as the server keeps them on disk (float4, this machine's byte
         order: the files are only read on a local server), at most ``PROBE_MAX`` bytes."""
         return struct.pack(f"={len(self.values)}f", *self.values)[:PROBE_MAX]
+
+    def heads(self) -> list[tuple[float, ...]]:
+        """Its first components (``PROBE_MAX`` bytes' worth), and those of its unit-length
+        copy when that differs (what a ``vector_cosine_ops`` HNSW index keeps), for
+        ``count_near``."""
+        head = tuple(float(v) for v in self.values[: PROBE_MAX // 4])
+        norm = math.sqrt(sum(float(v) * float(v) for v in self.values))
+        if not norm or abs(norm - 1.0) < 1e-5:
+            return [head]
+        return [head, tuple(v / norm for v in head)]
 
     def raws(self) -> list[bytes]:
         """``raw`` and the unit-length copy a cosine HNSW index keeps (pgvector normalizes

@@ -23,7 +23,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memtui.sources.postgres.erasure import PurgeReport, VectorProbe, text_probes
+from memtui.sources.postgres.erasure import PurgeReport, VectorProbe, count_near, text_probes
 from memtui.sources.postgres.forget import TOASTED
 from memtui.sources.postgres.page_erasure import BlockOverwrite, block_range, read_block
 from memtui.sources.postgres.url import quote_identifier
@@ -237,7 +237,8 @@ class PagePurge:
 
     def index_check(self, root: Path) -> bool:
         """The vector index's files read for each forgotten vector (its normalized copy
-        too), when they are at most ``INDEX_SCAN_LIMIT`` bytes."""
+        too, matched within a few float4 units in the last place: ``count_near``), when
+        they are at most ``INDEX_SCAN_LIMIT`` bytes."""
         erasure, report = self.erasure, self.report
         by_table: dict[str, list[VectorProbe]] = {}
         for vector in self.vectors:
@@ -259,14 +260,14 @@ class PagePurge:
                 )
                 continue
             erasure.pg.run(lambda conn: conn.execute("CHECKPOINT"))
-            found: dict[bytes, int] = {}
-            for _name, relative in files:
-                raws = [raw for v in vectors for raw in v.raws()]
-                for probe, n in erasure.count_relation(root / relative, raws).items():
-                    found[probe] = found.get(probe, 0) + n
             left = 0
             for vector in vectors:  # live rows with an equal vector, asked only when found
-                held = max(found.get(raw, 0) for raw in vector.raws())
+                held = sum(
+                    count_near(part, head)
+                    for _name, relative in files
+                    for part in erasure.segments(root / relative)
+                    for head in vector.heads()
+                )
                 if held:
                     left += max(0, held - erasure.live_equal(vector) * len(files))
             report.details["index_copies"] = left

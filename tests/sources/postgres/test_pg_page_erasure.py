@@ -16,7 +16,7 @@ from conftest import NOW
 
 from memtui.sources import open_source
 from memtui.sources.base import encode_id
-from memtui.sources.postgres.erasure import VectorProbe
+from memtui.sources.postgres.erasure import VectorProbe, count_near
 from memtui.sources.postgres.page_erasure import BLOCK, SEGMENT_BLOCKS, read_block
 
 from .conftest import new_database
@@ -99,11 +99,40 @@ def test_a_last_block_the_vacuum_truncates_needs_no_rewrite(store):
         assert file_bytes(source, WIDE[0][:64].encode()) == 1  # the other one stays
 
 
-def test_a_cosine_index_keeps_the_unit_vector_so_both_are_looked_for():
-    probe = VectorProbe("store_vectors", "embedding", (3.0, 4.0))
-    assert probe.raws() == [struct.pack("=2f", 3.0, 4.0), struct.pack("=2f", 0.6, 0.8)]
-    unit = VectorProbe("store_vectors", "embedding", (0.6, 0.8))
-    assert len(unit.raws()) == 1 or unit.raws()[0] != unit.raws()[1]
+def test_a_cosine_index_keeps_the_unit_vector_and_the_forget_finds_and_erases_it(store):
+    """pgvector normalizes a vector before it goes into a cosine HNSW index: a vector not
+    of length 1 is in the heap as given and in the index as pgvector's unit copy (not
+    bit for bit the one Python computes), and the forget looks for both."""
+    sql(
+        store,
+        "UPDATE store_vectors SET embedding = (SELECT array_agg(x * 3) FROM "
+        "unnest(embedding::real[]) AS x)::vector WHERE key = 'k0'",
+    )
+    sql(store, "REINDEX TABLE store_vectors")
+    (values,) = sql(store, "SELECT embedding::real[] FROM store_vectors WHERE key = 'k0'")[0]
+    probe = VectorProbe("store_vectors", "embedding", tuple(values))
+    assert len(probe.heads()) == 2
+    with opened(store) as source:
+        erasure = source.erasure()
+        root, _ = erasure.data_directory()
+        source.pg.query("CHECKPOINT")
+        ((_, index),) = erasure.vector_index_files("store_vectors", "embedding")
+        assert [count_near(root / index, head) for head in probe.heads()] == [0, 1]
+        outcome = source.forget(encode_id("lg", "users.u1", "k0"), reason="r")
+        assert outcome.verified, outcome.checks
+        ((_, index),) = erasure.vector_index_files("store_vectors", "embedding")
+        source.pg.query("CHECKPOINT")
+        assert [count_near(root / index, head) for head in probe.heads()] == [0, 0]
+        assert source.audit_events(limit=1)[0]["details"]["index_copies"] == 0
+
+
+def test_a_run_of_floats_is_found_within_a_few_units_in_the_last_place(tmp_path):
+    path = tmp_path / "floats"
+    head = (0.25, -0.5, 0.125)
+    near = [float(struct.unpack("=f", struct.pack("=f", v * (1 + 1e-7)))[0]) for v in head]
+    path.write_bytes(b"\1\2\3\4" + struct.pack("=3f", *near) + struct.pack("=3f", 0.3, 0.2, 0.1))
+    assert count_near(path, head) == 1
+    assert count_near(path, (0.25, -0.5, 0.126)) == 0
 
 
 def test_a_block_is_read_from_its_segment(tmp_path):
