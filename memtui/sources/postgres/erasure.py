@@ -1,22 +1,15 @@
-"""Erasing what a forget deleted from a Postgres store, and checking that it is gone.
+"""What the purge after a Postgres forget reads and checks (``PgErasure``).
 
 A ``DELETE`` leaves the row's bytes in its page until the space is reused, and
 plain ``VACUUM`` does not wipe them either: pruning marks the space free and
-compacts the page without zeroing it (measured on Postgres 16: the text is still
-in the heap file after ``VACUUM``; ``VACUUM FULL`` writes the table anew and the
-old file is truncated at commit). So ``PgErasure.purge``:
-
-1. runs ``VACUUM (ANALYZE)`` on the tables the forget changed (``ANALYZE`` also
-   takes the text out of the planner's statistics, ``pg_statistic``);
-2. scans every text and jsonb column of the store's tables, in SQL, for a
-   distinctive part of each forgotten text (``text_gone``) and the store's
-   statistics (``statistics_gone``);
-3. on a server whose data directory memtui can read (a local one: the directory's
-   ``global/pg_control`` names the same system identifier as the server), runs a
-   ``CHECKPOINT`` and reads the tables' files (heap, TOAST, every index) for the
-   bytes; where plain ``VACUUM`` left them, runs ``VACUUM FULL`` and reads again
-   (``bytes_gone``). Where the files cannot be read, ``VACUUM FULL`` runs at once,
-   since plain ``VACUUM`` is known to leave the bytes.
+compacts the page without zeroing it (measured on Postgres 16). The purge that
+overwrites and reads the deleted rows' blocks is ``page_purge.PagePurge``; this
+module holds what it stands on: the forgotten texts' probes (``text_probes``) and
+vectors' (``VectorProbe``, ``count_near``), the server's data directory when it is
+readable here (a local server: its ``global/pg_control`` names the server's system
+identifier), the relations' files, the SQL checks (``occurrences``: every text and
+jsonb column; ``statistics_hold``: ``pg_stats``; ``snapshot_holders``) and the
+vacuum.
 
 What memtui cannot reach is ``UNREACHABLE``: named in the dialog, in ``info``
 and in SECURITY.md, never counted as verified.
@@ -149,17 +142,6 @@ class VectorProbe:
             return [head]
         return [head, tuple(v / norm for v in head)]
 
-    def raws(self) -> list[bytes]:
-        """``raw`` and the unit-length copy a cosine HNSW index keeps (pgvector normalizes
-        a vector before it goes into a ``vector_cosine_ops`` index: the heap's bytes are
-        not the index's unless the vector was of length 1 already)."""
-        norm = math.sqrt(sum(float(v) * float(v) for v in self.values))
-        own = self.raw()
-        if not norm:
-            return [own]
-        unit = struct.pack(f"={len(self.values)}f", *(v / norm for v in self.values))
-        return list(dict.fromkeys([own, unit[:PROBE_MAX]]))
-
     def literal(self) -> str:
         return "[" + ",".join(repr(float(v)) for v in self.values) + "]"
 
@@ -261,14 +243,6 @@ class PgErasure:
     def relation_size(self, base: Path) -> int:
         return sum(part.stat().st_size for part in self.segments(base))
 
-    def count_relation(self, base: Path, probes: Sequence[bytes]) -> dict[bytes, int]:
-        """Occurrences of each probe in every segment of one relation."""
-        found = dict.fromkeys(probes, 0)
-        for part in self.segments(base):
-            for probe, count in count_in_file(part, probes).items():
-                found[probe] += count
-        return found
-
     def scan_files(
         self, root: Path, tables: Sequence[str], probes: Sequence[bytes]
     ) -> dict[bytes, int]:
@@ -322,17 +296,6 @@ class PgErasure:
             [vector.literal()],
         )
         return int(rows[0][0])
-
-    def live_copies(self, vector: VectorProbe) -> int:
-        """How many copies of an equal vector the live rows account for on disk: one in
-        the heap and one in each index of its column, per live row holding it."""
-        indexes = self.pg.query(
-            "SELECT count(*) FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_attribute AS a "
-            "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
-            "WHERE i.indrelid = to_regclass(%s) AND a.attname = %s",
-            [self.qualified(vector.table), vector.column],
-        )
-        return self.live_equal(vector) * (1 + int(indexes[0][0]))
 
     def vector_type(self, vector: VectorProbe) -> str:
         declared = self.columns.get(vector.table, {}).get(vector.column, "vector")
@@ -394,59 +357,6 @@ class PgErasure:
         self.pg.run(lambda conn: conn.execute(statement))
         return f"VACUUM ({', '.join(options)}) {', '.join(tables)}"
 
-    def purge(
-        self,
-        changed: Sequence[str],
-        texts: Sequence[str],
-        vectors: Sequence[VectorProbe] = (),
-        pages: PageMap | None = None,
-    ) -> PurgeReport:
-        """Vacuum the ``changed`` tables and check that ``texts`` and ``vectors`` (the
-        forgotten values) are gone from the store's rows, statistics and (when readable)
-        files. With ``pages`` (the blocks the deleted rows were on, per table) the bytes
-        are overwritten and checked in those blocks alone (``PagePurge``)."""
-        if pages is None:
-            return self.purge_whole(changed, texts, vectors)
-        from memtui.sources.postgres.page_purge import PagePurge
-
-        return PagePurge(self, changed, texts, vectors, pages).run()
-
-    def purge_whole(
-        self,
-        changed: Sequence[str],
-        texts: Sequence[str],
-        vectors: Sequence[VectorProbe] = (),
-    ) -> PurgeReport:
-        """The purge of a forget that did not record its rows' blocks: vacuum, the
-        tables' whole files read, a rewrite where plain VACUUM left the bytes."""
-        report = PurgeReport()
-        tables = [t for t in changed if t in self.columns]
-        probes = text_probes(texts)
-        report.details["probes"] = len(probes) + len(vectors)
-        step = self._step(report)
-        if not step("vacuum", lambda: self.vacuum(tables, full=False)):
-            return report
-        allowed: dict[bytes, int] = {}
-        if probes:
-            for probe in probes:
-                allowed[probe.encode("utf-8")] = self.occurrences(probe)
-            self.text_checks(report, probes, [allowed[p.encode("utf-8")] for p in probes])
-        root, why = self.data_directory()
-        if root is None or not probes:
-            if root is None:
-                report.details["file_scan"] = f"not possible: {why}"
-                report.remarks.append(f"the tables' files were not scanned: {why}")
-            report.checks["vacuum_full"] = step(
-                "vacuum_full", lambda: self.vacuum(tables, full=True)
-            )
-            report.remarks.append("the tables were rewritten (VACUUM FULL)")
-            return report
-        for vector in vectors:
-            for raw in vector.raws():
-                allowed[raw] = allowed.get(raw, 0) + self.live_copies(vector)
-        self._scan_and_rewrite(report, root, tables, allowed)
-        return report
-
     def text_checks(self, report: PurgeReport, probes: Sequence[str], live: Sequence[int]) -> None:
         """``text_gone`` (no live row holds a probe: ``live`` are their occurrences) and
         ``statistics_gone`` (the planner's statistics do not show one)."""
@@ -459,45 +369,6 @@ class PgErasure:
                 "tables (another item holding the same text?)"
             )
         report.checks["statistics_gone"] = not self.statistics_hold(probes)
-
-    def _scan_and_rewrite(
-        self, report: PurgeReport, root: Path, tables: list[str], allowed: dict[bytes, int]
-    ) -> None:
-        """Read each table's files for each probe (``allowed``: the copies live rows account
-        for); where plain VACUUM left more, rewrite only the tables holding those probes
-        (a rewrite costs the whole table and its indexes) and read again."""
-        step = self._step(report)
-        found: list[dict[str, dict[bytes, int]]] = []
-
-        def scan() -> str:
-            self.pg.run(lambda conn: conn.execute("CHECKPOINT"))
-            found.append({t: self.scan_files(root, [t], list(allowed)) for t in self.store_tables})
-            return f"read the files of {', '.join(self.store_tables)} for the bytes"
-
-        def excess() -> dict[bytes, int]:
-            totals = {p: sum(by[p] for by in found[-1].values()) for p in allowed}
-            return {p: n - allowed[p] for p, n in totals.items() if n > allowed[p]}
-
-        if not step("file_scan", scan):
-            report.checks["bytes_gone"] = False
-            return
-        left = excess()
-        report.details["copies_after_vacuum"] = sum(left.values())
-        if left:
-            holding = [t for t in tables if any(found[-1].get(t, {}).get(p) for p in left)]
-            rewrite = holding or tables
-            report.remarks.append(
-                "plain VACUUM left the forgotten bytes in the pages of "
-                f"{', '.join(rewrite)}: rewritten (VACUUM FULL)"
-            )
-            if not step("vacuum_full", lambda: self.vacuum(rewrite, full=True)) or not step(
-                "file_scan", scan
-            ):
-                report.checks["bytes_gone"] = False
-                return
-            left = excess()
-            report.details["copies_after_vacuum_full"] = sum(left.values())
-        report.checks["bytes_gone"] = not left
 
     @staticmethod
     def _step(report: PurgeReport) -> Callable[[str, Callable[[], str]], bool]:

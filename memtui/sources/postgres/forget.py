@@ -71,7 +71,7 @@ def forgotten(
     vectors: Sequence[VectorProbe],
     checks: dict[str, bool],
     details: dict[str, Any],
-    pages: dict[str, list[Any]] | None = None,
+    pages: dict[str, list[Any]],
 ) -> dict[str, Any]:
     """The forget protocol's result of a delete (``ForeignForgetting._apply_forget``);
     ``pages``: the deleted rows' blocks (``note_blocks``), for the page-local purge."""

@@ -46,6 +46,7 @@ from memtui.sources.postgres.catalog import Catalog, PgDatabase
 from memtui.sources.postgres.connection import PgConnection
 from memtui.sources.postgres.erasure import UNREACHABLE, PgErasure
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, SyncedIndex
+from memtui.sources.postgres.page_purge import PagePurge
 from memtui.sources.postgres.url import PgTarget, quote_identifier
 
 
@@ -316,7 +317,8 @@ class PostgresSource(ForeignSqliteSource):
         a scan that could not run)."""
         texts = [bytes(p).decode("utf-8", "replace") for p in applied.get("probes", [])]
         vectors = list(applied.get("vector_probes", []))
-        report = self.erasure().purge(self.forget_tables, texts, vectors, applied.get("pages"))
+        pages = applied["pages"]  # a kind's forget notes its rows' blocks (note_blocks)
+        report = PagePurge(self.erasure(), self.forget_tables, texts, vectors, pages).run()
         details: dict[str, Any] = {"purge": report.steps, **report.details}
         if report.remarks:
             details["remarks"] = list(report.remarks)
