@@ -22,11 +22,16 @@ from memtui.sources.postgres.erasure import VectorProbe
 
 def block_of(*columns: str) -> str:
     """What a forget reads of each row it deletes (``FROM table AS t``), after its values:
-    the block of its ``ctid``, the row's size, and the size of a value as stored (a
-    value of ``TOAST_SIGN`` bytes or more may be out of line, in the TOAST table): the
-    largest of ``columns``."""
+    the block of its ``ctid``, the row's size, the largest size of ``columns`` as stored
+    (a value of ``TOAST_SIGN`` bytes or more may be out of line, in the TOAST table),
+    and whether one of them is compressed (``pg_column_compression``: its bytes in
+    the block are not the text's, so reading the block could not find them)."""
     sizes = ", ".join(f"coalesce(pg_column_size(t.{c}), 0)" for c in columns)
-    return f"(t.ctid::text::point)[0]::bigint, pg_column_size(t.*), greatest({sizes})"
+    packed = " OR ".join(f"pg_column_compression(t.{c}) IS NOT NULL" for c in columns)
+    return (
+        f"(t.ctid::text::point)[0]::bigint, pg_column_size(t.*), greatest({sizes}), "
+        f"coalesce({packed}, false)"
+    )
 
 
 TOASTED = "toast"
@@ -55,13 +60,14 @@ def vector_probes(
 
 
 def note_blocks(pages: dict[str, list[Any]], table: str, rows: Sequence[Any]) -> None:
-    """Note each deleted row's block and size (the last three columns of ``BLOCK_OF``)
-    in ``pages``; a row with a value of ``TOAST_SIGN`` bytes or more names its table
-    under ``"toast"``."""
+    """Note each deleted row's block and size (the last four columns of ``block_of``)
+    in ``pages``; a row with a value of ``TOAST_SIGN`` bytes or more, or a compressed
+    one, names its table under ``"toast"`` (the purge rewrites it)."""
     for row in rows:
-        block, size, largest = row[-3:]
+        block, size, largest, compressed = row[-4:]
         pages.setdefault(table, []).append([int(block), int(size)])
-        if int(largest or 0) >= TOAST_SIGN and table not in pages.setdefault(TOASTED, []):
+        toasted = int(largest or 0) >= TOAST_SIGN or bool(compressed)
+        if toasted and table not in pages.setdefault(TOASTED, []):
             pages[TOASTED].append(table)
 
 

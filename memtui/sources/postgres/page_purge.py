@@ -190,8 +190,8 @@ class PagePurge:
         )
         for table in [t for t in self.tables if t in self.toasted]:
             report.remarks.append(
-                f"the forgotten value was TOASTed (stored out of line): {table} rewritten "
-                "(VACUUM FULL)"
+                f"the forgotten value was TOASTed or compressed (its bytes are not the "
+                f"text's to find in its block): {table} rewritten (VACUUM FULL)"
             )
         gone = True
         if rewrite:
