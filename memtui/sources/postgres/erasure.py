@@ -1,22 +1,15 @@
-"""Erasing what a forget deleted from a Postgres store, and checking that it is gone.
+"""What the purge after a Postgres forget reads and checks (``PgErasure``).
 
 A ``DELETE`` leaves the row's bytes in its page until the space is reused, and
 plain ``VACUUM`` does not wipe them either: pruning marks the space free and
-compacts the page without zeroing it (measured on Postgres 16: the text is still
-in the heap file after ``VACUUM``; ``VACUUM FULL`` writes the table anew and the
-old file is truncated at commit). So ``PgErasure.purge``:
-
-1. runs ``VACUUM (ANALYZE)`` on the tables the forget changed (``ANALYZE`` also
-   takes the text out of the planner's statistics, ``pg_statistic``);
-2. scans every text and jsonb column of the store's tables, in SQL, for a
-   distinctive part of each forgotten text (``text_gone``) and the store's
-   statistics (``statistics_gone``);
-3. on a server whose data directory memtui can read (a local one: the directory's
-   ``global/pg_control`` names the same system identifier as the server), runs a
-   ``CHECKPOINT`` and reads the tables' files (heap, TOAST, every index) for the
-   bytes; where plain ``VACUUM`` left them, runs ``VACUUM FULL`` and reads again
-   (``bytes_gone``). Where the files cannot be read, ``VACUUM FULL`` runs at once,
-   since plain ``VACUUM`` is known to leave the bytes.
+compacts the page without zeroing it (measured on Postgres 16). The purge that
+overwrites and reads the deleted rows' blocks is ``page_purge.PagePurge``; this
+module holds what it stands on: the forgotten texts' probes (``text_probes``) and
+vectors' (``VectorProbe``, ``count_near``), the server's data directory when it is
+readable here (a local server: its ``global/pg_control`` names the server's system
+identifier), the relations' files, the SQL checks (``occurrences``: every text and
+jsonb column; ``statistics_hold``: ``pg_stats``; ``snapshot_holders``) and the
+vacuum.
 
 What memtui cannot reach is ``UNREACHABLE``: named in the dialog, in ``info``
 and in SECURITY.md, never counted as verified.
@@ -24,6 +17,7 @@ and in SECURITY.md, never counted as verified.
 
 from __future__ import annotations
 
+import math
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +41,9 @@ SEGMENTS = 1024
 """The most 1 GB segments of one relation read (beyond that the scan stops)."""
 BYTE_SCAN_LIMIT = 2 * 1024 * 1024 * 1024
 _ESCAPED = frozenset('"\\')
+PageMap = dict[str, list[Any]]
+"""Per table, ``[block, bytes]`` of each deleted row (its ``ctid`` block and
+``pg_column_size``); ``"toast"``: the tables whose deleted values were TOASTed."""
 
 
 def text_probes(texts: Sequence[str]) -> list[str]:
@@ -96,6 +93,32 @@ def count_in_file(path: Path, probes: Sequence[bytes]) -> dict[bytes, int]:
     return counts
 
 
+def count_near(path: Path, head: Sequence[float], rtol: float = 4e-6, atol: float = 0.0) -> int:
+    """How often the file holds a run of float4 values (4-byte aligned) within a few
+    units in the last place of ``head``: a cosine HNSW index keeps a vector pgvector
+    normalized itself, in an order of float arithmetic this cannot repeat bit for bit.
+    A zero matches only a zero (``atol`` 0): small integers read as floats are tiny
+    denormals, and would match a vector's zeros otherwise."""
+    import numpy as np
+
+    want = np.asarray(head, dtype=np.float32)
+    size = len(want)
+    limit = atol + rtol * abs(float(want[0]))
+    count = 0
+    tail = np.empty(0, dtype=np.float32)
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            values = np.concatenate([tail, np.frombuffer(chunk[: len(chunk) // 4 * 4], "<f4")])
+            starts = values[: max(0, len(values) - size + 1)]
+            with np.errstate(invalid="ignore", over="ignore"):
+                hits = np.flatnonzero(np.abs(starts - want[0]) <= limit)
+                for at in hits:
+                    if np.allclose(values[at : at + size], want, rtol=rtol, atol=atol):
+                        count += 1
+            tail = values[len(starts) :]
+    return count
+
+
 @dataclass(frozen=True)
 class VectorProbe:
     """A forgotten pgvector value: where it was (table, column) and its components."""
@@ -108,6 +131,16 @@ class VectorProbe:
         """Its components as the server keeps them on disk (float4, this machine's byte
         order: the files are only read on a local server), at most ``PROBE_MAX`` bytes."""
         return struct.pack(f"={len(self.values)}f", *self.values)[:PROBE_MAX]
+
+    def heads(self) -> list[tuple[float, ...]]:
+        """Its first components (``PROBE_MAX`` bytes' worth), and those of its unit-length
+        copy when that differs (what a ``vector_cosine_ops`` HNSW index keeps), for
+        ``count_near``."""
+        head = tuple(float(v) for v in self.values[: PROBE_MAX // 4])
+        norm = math.sqrt(sum(float(v) * float(v) for v in self.values))
+        if not norm or abs(norm - 1.0) < 1e-5:
+            return [head]
+        return [head, tuple(v / norm for v in head)]
 
     def literal(self) -> str:
         return "[" + ",".join(repr(float(v)) for v in self.values) + "]"
@@ -177,6 +210,39 @@ class PgErasure:
         )
         return [(str(name), str(path)) for name, path in rows if path]
 
+    def relation_files_of(self, table: str) -> str:
+        """The file (relative to the data directory) of ``table``'s heap."""
+        rows = self.pg.query(
+            "SELECT pg_relation_filepath(to_regclass(%s))", [self.qualified(table)]
+        )
+        return str(rows[0][0])
+
+    def vector_index_files(self, table: str, column: str) -> list[tuple[str, str]]:
+        """``(index, file)`` of every index of ``table`` on ``column``."""
+        rows = self.pg.query(
+            "SELECT c.relname, pg_relation_filepath(c.oid) FROM pg_catalog.pg_index AS i "
+            "JOIN pg_catalog.pg_class AS c ON c.oid = i.indexrelid "
+            "JOIN pg_catalog.pg_attribute AS a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND a.attname = %s "
+            "ORDER BY 1",
+            [self.qualified(table), column],
+        )
+        return [(str(name), str(path)) for name, path in rows if path]
+
+    @staticmethod
+    def segments(base: Path) -> list[Path]:
+        """The segment files of the relation whose first segment is ``base``."""
+        out: list[Path] = []
+        for segment in range(SEGMENTS):
+            part = base if segment == 0 else Path(f"{base}.{segment}")
+            if not part.exists():
+                break
+            out.append(part)
+        return out
+
+    def relation_size(self, base: Path) -> int:
+        return sum(part.stat().st_size for part in self.segments(base))
+
     def scan_files(
         self, root: Path, tables: Sequence[str], probes: Sequence[bytes]
     ) -> dict[bytes, int]:
@@ -221,26 +287,48 @@ class PgErasure:
                 total += int(rows[0][0])
         return total
 
-    def live_copies(self, vector: VectorProbe) -> int:
-        """How many copies of an equal vector the live rows account for on disk: one in
-        the heap and one in each index of its column, per live row holding it."""
+    def live_equal(self, vector: VectorProbe) -> int:
+        """How many live rows hold a vector equal to ``vector``."""
         column = quote_identifier(vector.column)
         rows = self.pg.query(
             f"SELECT count(*) FROM {self.qualified(vector.table)} "
-            f"WHERE {column}::text = %s::{self.vector_type(vector)}::text",
+            f"WHERE {column} = %s::{self.vector_type(vector)}",
             [vector.literal()],
         )
-        indexes = self.pg.query(
-            "SELECT count(*) FROM pg_catalog.pg_index AS i JOIN pg_catalog.pg_attribute AS a "
-            "ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) "
-            "WHERE i.indrelid = to_regclass(%s) AND a.attname = %s",
-            [self.qualified(vector.table), vector.column],
-        )
-        return int(rows[0][0]) * (1 + int(indexes[0][0]))
+        return int(rows[0][0])
 
     def vector_type(self, vector: VectorProbe) -> str:
         declared = self.columns.get(vector.table, {}).get(vector.column, "vector")
         return declared.split("(", 1)[0]
+
+    def snapshot_holders(self) -> list[str]:
+        """What may keep this database's dead rows from a vacuum, in words: other
+        sessions with a snapshot older than now (an open transaction), prepared
+        transactions, replication slots holding an xmin. (A role that may not read
+        other roles' sessions, without ``pg_read_all_stats``, sees its own alone.)"""
+        out = [
+            f"a transaction open since {started:%Y-%m-%d %H:%M:%S} (pid {pid}"
+            + (f", {app}" if app else "")
+            + ")"
+            for pid, app, started in self.pg.query(
+                "SELECT pid, coalesce(application_name, ''), xact_start "
+                "FROM pg_catalog.pg_stat_activity WHERE datname = current_database() "
+                "AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL "
+                "AND xact_start < statement_timestamp() ORDER BY xact_start LIMIT 3"
+            )
+        ]
+        prepared = self.pg.query(
+            "SELECT count(*) FROM pg_catalog.pg_prepared_xacts WHERE database = current_database()"
+        )[0][0]
+        if prepared:
+            out.append(f"{prepared} prepared transaction(s)")
+        slots = self.pg.query(
+            "SELECT count(*) FROM pg_catalog.pg_replication_slots "
+            "WHERE (database IS NULL OR database = current_database()) AND xmin IS NOT NULL"
+        )[0][0]
+        if slots:
+            out.append(f"{slots} replication slot(s) holding an xmin")
+        return out
 
     def statistics_hold(self, probes: Sequence[str]) -> bool:
         """Whether the planner's statistics of the store's tables still show a probe."""
@@ -257,95 +345,30 @@ class PgErasure:
 
     # -- the purge
 
-    def vacuum(self, tables: Sequence[str], *, full: bool) -> str:
+    def vacuum(self, tables: Sequence[str], *, full: bool, analyze: bool = True) -> str:
+        """``VACUUM`` of ``tables``: plain with ``INDEX_CLEANUP ON`` (else a vacuum that
+        finds few dead rows skips the indexes, and pgvector's HNSW index keeps the
+        deleted element's vector), or ``FULL`` (a rewrite)."""
+        options = ["FULL"] if full else ["INDEX_CLEANUP ON"]
+        if analyze:
+            options.append("ANALYZE")
         names = ", ".join(self.qualified(t) for t in tables)
-        statement = f"VACUUM ({'FULL, ' if full else ''}ANALYZE) {names}"
+        statement = f"VACUUM ({', '.join(options)}) {names}"
         self.pg.run(lambda conn: conn.execute(statement))
-        return f"VACUUM ({'FULL, ' if full else ''}ANALYZE) {', '.join(tables)}"
+        return f"VACUUM ({', '.join(options)}) {', '.join(tables)}"
 
-    def purge(
-        self,
-        changed: Sequence[str],
-        texts: Sequence[str],
-        vectors: Sequence[VectorProbe] = (),
-    ) -> PurgeReport:
-        """Vacuum the ``changed`` tables and check that ``texts`` and ``vectors`` (the
-        forgotten values) are gone from the store's rows, statistics and (when readable)
-        files."""
-        report = PurgeReport()
-        tables = [t for t in changed if t in self.columns]
-        probes = text_probes(texts)
-        report.details["probes"] = len(probes) + len(vectors)
-        step = self._step(report)
-        if not step("vacuum", lambda: self.vacuum(tables, full=False)):
-            return report
-        allowed: dict[bytes, int] = {}
-        if probes:
-            for probe in probes:
-                allowed[probe.encode("utf-8")] = self.occurrences(probe)
-            elsewhere = sum(allowed.values())
-            report.checks["text_gone"] = elsewhere == 0
-            if elsewhere:
-                report.details["text_elsewhere"] = elsewhere
-                report.remarks.append(
-                    f"the forgotten text is still in {elsewhere} place(s) of the store's "
-                    "tables (another item holding the same text?)"
-                )
-            report.checks["statistics_gone"] = not self.statistics_hold(probes)
-        root, why = self.data_directory()
-        if root is None or not probes:
-            if root is None:
-                report.details["file_scan"] = f"not possible: {why}"
-                report.remarks.append(f"the tables' files were not scanned: {why}")
-            report.checks["vacuum_full"] = step(
-                "vacuum_full", lambda: self.vacuum(tables, full=True)
-            )
-            report.remarks.append("the tables were rewritten (VACUUM FULL)")
-            return report
-        for vector in vectors:
-            raw = vector.raw()
-            allowed[raw] = allowed.get(raw, 0) + self.live_copies(vector)
-        self._scan_and_rewrite(report, root, tables, allowed)
-        return report
-
-    def _scan_and_rewrite(
-        self, report: PurgeReport, root: Path, tables: list[str], allowed: dict[bytes, int]
-    ) -> None:
-        """Read each table's files for each probe (``allowed``: the copies live rows account
-        for); where plain VACUUM left more, rewrite only the tables holding those probes
-        (a rewrite costs the whole table and its indexes) and read again."""
-        step = self._step(report)
-        found: list[dict[str, dict[bytes, int]]] = []
-
-        def scan() -> str:
-            self.pg.run(lambda conn: conn.execute("CHECKPOINT"))
-            found.append({t: self.scan_files(root, [t], list(allowed)) for t in self.store_tables})
-            return f"read the files of {', '.join(self.store_tables)} for the bytes"
-
-        def excess() -> dict[bytes, int]:
-            totals = {p: sum(by[p] for by in found[-1].values()) for p in allowed}
-            return {p: n - allowed[p] for p, n in totals.items() if n > allowed[p]}
-
-        if not step("file_scan", scan):
-            report.checks["bytes_gone"] = False
-            return
-        left = excess()
-        report.details["copies_after_vacuum"] = sum(left.values())
-        if left:
-            holding = [t for t in tables if any(found[-1].get(t, {}).get(p) for p in left)]
-            rewrite = holding or tables
+    def text_checks(self, report: PurgeReport, probes: Sequence[str], live: Sequence[int]) -> None:
+        """``text_gone`` (no live row holds a probe: ``live`` are their occurrences) and
+        ``statistics_gone`` (the planner's statistics do not show one)."""
+        elsewhere = sum(live)
+        report.checks["text_gone"] = elsewhere == 0
+        if elsewhere:
+            report.details["text_elsewhere"] = elsewhere
             report.remarks.append(
-                "plain VACUUM left the forgotten bytes in the pages of "
-                f"{', '.join(rewrite)}: rewritten (VACUUM FULL)"
+                f"the forgotten text is still in {elsewhere} place(s) of the store's "
+                "tables (another item holding the same text?)"
             )
-            if not step("vacuum_full", lambda: self.vacuum(rewrite, full=True)) or not step(
-                "file_scan", scan
-            ):
-                report.checks["bytes_gone"] = False
-                return
-            left = excess()
-            report.details["copies_after_vacuum_full"] = sum(left.values())
-        report.checks["bytes_gone"] = not left
+        report.checks["statistics_gone"] = not self.statistics_hold(probes)
 
     @staticmethod
     def _step(report: PurgeReport) -> Callable[[str, Callable[[], str]], bool]:

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from memtui.sources.base import SourceError, SourceRecord
 from memtui.sources.postgres.erasure import string_leaves
-from memtui.sources.postgres.forget import forgotten, in_one_transaction, vector_probes
+from memtui.sources.postgres.forget import (
+    TOASTED,
+    block_of,
+    forgotten,
+    in_one_transaction,
+    note_blocks,
+    vector_probes,
+)
 
 KEYS = "(SELECT * FROM unnest(%s::text[], %s::text[]))"
 """The (prefix, key) pairs of a forget, as a relation (two text arrays)."""
@@ -85,31 +92,30 @@ class LangGraphPostgresForget:
         keys = self._keys(records)
         store, vectors = self._store, self.vectors.table if self.has_vectors() else None
 
+        pages: dict[str, list[Any]] = {"store": [], "store_vectors": [], TOASTED: []}
+
         def delete(conn: Any) -> tuple[list[Any], list[Any], int, int]:
-            values = [
-                row[0]
-                for row in conn.execute(
-                    f"SELECT value FROM {store} WHERE (prefix, key) IN {KEYS} "
-                    "ORDER BY prefix, key FOR UPDATE",
-                    keys,
-                ).fetchall()
-            ]
+            rows = conn.execute(
+                f"SELECT value, {block_of('value')} FROM {store} AS t "
+                f"WHERE (prefix, key) IN {KEYS} ORDER BY prefix, key FOR UPDATE",
+                keys,
+            ).fetchall()
+            note_blocks(pages, "store", rows)
             embeddings: list[Any] = []
             removed_vectors = 0
             if vectors is not None:
-                embeddings = [
-                    row[0]
-                    for row in conn.execute(
-                        f"SELECT embedding::real[] FROM {vectors} WHERE (prefix, key) IN {KEYS} "
-                        "ORDER BY prefix, key, field_name FOR UPDATE",
-                        keys,
-                    ).fetchall()
-                ]
+                found = conn.execute(
+                    f"SELECT embedding::real[], {block_of('embedding')} FROM {vectors} AS t "
+                    f"WHERE (prefix, key) IN {KEYS} ORDER BY prefix, key, field_name FOR UPDATE",
+                    keys,
+                ).fetchall()
+                note_blocks(pages, "store_vectors", found)
+                embeddings = [row[0] for row in found]
                 removed_vectors = conn.execute(
                     f"DELETE FROM {vectors} WHERE (prefix, key) IN {KEYS}", keys
                 ).rowcount
             items = conn.execute(f"DELETE FROM {store} WHERE (prefix, key) IN {KEYS}", keys)
-            return values, embeddings, removed_vectors, items.rowcount
+            return [row[0] for row in rows], embeddings, removed_vectors, items.rowcount
 
         values, embeddings, removed_vectors, items = in_one_transaction(self.pg, delete)
         left = self.pg.query(f"SELECT count(*) FROM {store} WHERE (prefix, key) IN {KEYS}", keys)
@@ -124,4 +130,5 @@ class LangGraphPostgresForget:
             vector_probes("store_vectors", "embedding", self.vectors.kind, embeddings),
             {"row_gone": not left[0][0], "vectors_gone": not vectors_left[0][0]},
             {"rows_removed": items, "vectors_removed": removed_vectors},
+            pages,
         )

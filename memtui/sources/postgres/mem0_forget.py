@@ -23,7 +23,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memtui.sources.base import SourceError, SourceRecord
-from memtui.sources.postgres.forget import forgotten, in_one_transaction, vector_probes
+from memtui.sources.postgres.forget import (
+    TOASTED,
+    block_of,
+    forgotten,
+    in_one_transaction,
+    note_blocks,
+    vector_probes,
+)
 
 if TYPE_CHECKING:
     from memtui.sources.mem0_history import Mem0History
@@ -97,12 +104,15 @@ class Mem0PgvectorForget:
         ids = [str(r.metadata["memory_id"]) for r in records]
         table = self._table
 
+        pages: dict[str, list[Any]] = {self.table_name: [], TOASTED: []}
+
         def delete(conn: Any) -> tuple[list[Any], int]:
             rows = conn.execute(
-                f"SELECT payload, vector::real[] FROM {table} WHERE id = ANY(%s::uuid[]) "
-                "ORDER BY id FOR UPDATE",
+                f"SELECT payload, vector::real[], {block_of('payload', 'vector')} FROM {table} "
+                "AS t WHERE id = ANY(%s::uuid[]) ORDER BY id FOR UPDATE",
                 [ids],
             ).fetchall()
+            note_blocks(pages, self.table_name, rows)
             removed = conn.execute(f"DELETE FROM {table} WHERE id = ANY(%s::uuid[])", [ids])
             return rows, removed.rowcount
 
@@ -110,7 +120,7 @@ class Mem0PgvectorForget:
         left = self.pg.query(f"SELECT count(*) FROM {table} WHERE id = ANY(%s::uuid[])", [ids])
         texts = [
             value
-            for payload, _ in rows
+            for payload, *_ in rows
             if isinstance(payload, dict)
             for key in TEXT_KEYS
             if isinstance(value := payload.get(key), str)
@@ -122,13 +132,14 @@ class Mem0PgvectorForget:
             history_checks, history_details = self._clear_history(ids, texts)
             checks.update(history_checks)
             details.update(history_details)
-        embeddings = [vector for _, vector in rows]
+        embeddings = [row[1] for row in rows]
         return forgotten(
             records,
             texts,
             vector_probes(self.table_name, "vector", self.vectors.kind, embeddings),
             checks,
             details,
+            pages,
         )
 
     def _clear_history(

@@ -49,6 +49,7 @@ from memtui.sources.postgres.connection import PgConnection
 from memtui.sources.postgres.erasure import UNREACHABLE, PgErasure
 from memtui.sources.postgres.gaps import SCAN_LIMIT, PgGaps
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, SyncedIndex
+from memtui.sources.postgres.page_purge import PagePurge
 from memtui.sources.postgres.url import PgTarget, quote_identifier
 
 
@@ -310,8 +311,8 @@ class PostgresSource(ForeignSource):
             checked = "the rows, the text and jsonb columns and the tables' files are checked"
         else:
             checked = (
-                "the rows and the text and jsonb columns are checked, the tables rewritten "
-                f"(VACUUM FULL); their files cannot be read ({why})"
+                "the rows and the text and jsonb columns are checked, the freed blocks "
+                f"overwritten but not read: their files cannot be read ({why})"
             )
         return f"forget: {checked}; out of memtui's reach: {UNREACHABLE}"
 
@@ -319,8 +320,9 @@ class PostgresSource(ForeignSource):
         """The end of a forget's rule in the dialog: how it is purged and what it cannot
         reach."""
         return (
-            "the tables are vacuumed (VACUUM FULL where plain VACUUM leaves the bytes) and "
-            f"checked. Not reached, not verified: {UNREACHABLE}."
+            "the tables are vacuumed, the freed space of the rows' blocks overwritten and "
+            "those blocks read back (a TOASTed value: its table rewritten, VACUUM FULL). "
+            f"Not reached, not verified: {UNREACHABLE}."
         )
 
     def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:
@@ -329,7 +331,8 @@ class PostgresSource(ForeignSource):
         a scan that could not run)."""
         texts = [bytes(p).decode("utf-8", "replace") for p in applied.get("probes", [])]
         vectors = list(applied.get("vector_probes", []))
-        report = self.erasure().purge(self.forget_tables, texts, vectors)
+        pages = applied["pages"]  # a kind's forget notes its rows' blocks (note_blocks)
+        report = PagePurge(self.erasure(), self.forget_tables, texts, vectors, pages).run()
         details: dict[str, Any] = {"purge": report.steps, **report.details}
         if report.remarks:
             details["remarks"] = list(report.remarks)
