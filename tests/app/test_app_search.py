@@ -548,9 +548,9 @@ async def test_a_new_scope_shows_up_in_the_filters_and_marks_results_stale(store
 
 
 async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatch):
-    # The indicator's delay, long enough that a busy machine (the suite runs one worker
-    # per core) reads the screen before it is due.
-    monkeypatch.setattr(search_view, "LOADING_AFTER_SECONDS", 1.0)
+    """The status line says "searching…" at once; the loading indicator waits for its
+    timer (``LOADING_AFTER_SECONDS``). The timer is held and fired by the test, so a busy
+    machine cannot fire it before the screen is read."""
     release = threading.Event()
     app = make_app(store, check_on_start=False)
     real = app.source.search
@@ -560,14 +560,26 @@ async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatc
         return real(*args, **kwargs)
 
     monkeypatch.setattr(app.source, "search", slow)
+    held: list = []
+    schedule = SearchPane.set_timer
+
+    def hold(self, delay, callback=None, **kwargs):
+        if delay == search_view.LOADING_AFTER_SECONDS:
+            held.append(callback)
+            return None
+        return schedule(self, delay, callback, **kwargs)
+
+    monkeypatch.setattr(SearchPane, "set_timer", hold)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await start_query(pilot, QUERY)
         await pilot.pause()
         results = app.query_one(ResultList)
         assert "searching…" in screen_text(app)
+        assert len(held) == 1
         assert not results.loading  # the indicator waits: most searches end sooner
-        await pilot.pause(search_view.LOADING_AFTER_SECONDS + 0.1)
+        held[0]()  # the search is still running when its timer fires
+        await pilot.pause()
         assert results.loading
         # The native keyword index is always ready: nothing to build.
         assert "building the keyword index" not in screen_text(app)
@@ -575,6 +587,9 @@ async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatc
         await settle(pilot)
         assert not results.loading
         assert "searching…" not in screen_text(app)
+        held[0]()  # a timer firing after its search ended shows nothing
+        await pilot.pause()
+        assert not results.loading
 
 
 async def test_a_quick_search_never_shows_the_loading_indicator(store: MemoryStore):
