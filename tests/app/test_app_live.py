@@ -135,7 +135,8 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None
                     lambda: any(r.scope.get("engagement") == ENGAGEMENT for r in table.records),
                 )
                 assert table.current is not None and table.current.id == watched.id
-                assert "new since open" in screen_text(app).splitlines()[0]
+                # (the header's new count and its width are laid out a frame apart)
+                await wait_for(pilot, lambda: "new since open" in screen_text(app).splitlines()[0])
                 # The screen answers while the agent writes: both keys are handled.
                 await pilot.press("down")
                 await settle(pilot)
