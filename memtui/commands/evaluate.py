@@ -21,7 +21,7 @@ from memtui.commands.common import (
     qdrant_options,
     source_options,
 )
-from memtui.commands.search import _parse_weights, _print_explanation, _searched
+from memtui.commands.search import print_explanation, search_options, searched
 from memtui.core.arithmetic import lane_places
 from memtui.core.embed import resolve_embedder
 from memtui.core.evaluation import (
@@ -38,7 +38,6 @@ from memtui.core.evaluation import (
 )
 from memtui.core.search import (
     DEFAULT_LIMIT,
-    DEFAULT_POOL_SIZE,
     SearchRequest,
     SearchResponse,
     sanitize_query,
@@ -144,7 +143,7 @@ def run(
             weights=setting.weights,
             keyword_only=keyword_only,
         )
-        response = _searched(source, request)
+        response = searched(source, request)
         weights = dict(response.trace.weights)
         responses.append(response)
         scores.append(score(question, [r.id for r in response.results], k))
@@ -155,29 +154,7 @@ def run(
 @db_argument
 @click.argument("questions_path", metavar="QUESTIONS.json", type=click.Path(path_type=Path))
 @click.option("--k", "k", type=click.IntRange(min=1), default=DEFAULT_K, show_default=True)
-@click.option(
-    "--weights",
-    callback=_parse_weights,
-    default=None,
-    metavar="KW,VEC",
-    help="Lane weights adding up to 1, e.g. 0.5,0.5 (default 0.3,0.7).",
-)
-@click.option("--keyword-only", is_flag=True, help="Switch the vector lane off.")
-@click.option(
-    "--embedder",
-    "embedder_name",
-    default=None,
-    help="Query embedder (default: the one recorded in DB); 'none' means keyword only.",
-)
-@click.option("--any", "any_terms", is_flag=True, help="Match any term instead of all.")
-@click.option(
-    "--pool",
-    "pool_size",
-    type=click.IntRange(min=1),
-    default=DEFAULT_POOL_SIZE,
-    show_default=True,
-    help="Candidate pool size per lane.",
-)
+@search_options
 @click.option(
     "--sweep", is_flag=True, help="Also keyword only and every weight pair in steps of 0.1."
 )
@@ -318,7 +295,7 @@ def _print_misses(out: Console, source: MemorySource, main: Run, k: int) -> None
             if result is not None:
                 record = source.get_many([rid]).get(rid)
                 details = {rid: explained} if result.trace.keyword.raw is not None else {}
-                _print_explanation(out, result, record, details, response.trace.pools, places)
+                print_explanation(out, result, record, details, response.trace.pools, places)
 
 
 def _print_sweep(out: Console, sweeps: Sequence[Run], k: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -78,33 +78,44 @@ def _parse_weights(
     return weights
 
 
+def search_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that say how a search runs (``search`` and ``eval`` take the same):
+    ``--embedder``, ``--keyword-only``, ``--any``, ``--pool`` and ``--weights``."""
+    options = [
+        click.option(
+            "--embedder",
+            "embedder_name",
+            default=None,
+            help="Query embedder (default: the one recorded in DB); 'none' means keyword only.",
+        ),
+        click.option("--keyword-only", is_flag=True, help="Switch the vector lane off."),
+        click.option("--any", "any_terms", is_flag=True, help="Match any term instead of all."),
+        click.option(
+            "--pool",
+            "pool_size",
+            type=click.IntRange(min=1),
+            default=DEFAULT_POOL_SIZE,
+            show_default=True,
+            help="Candidate pool size per lane.",
+        ),
+        click.option(
+            "--weights",
+            callback=_parse_weights,
+            default=None,
+            metavar="KW,VEC",
+            help="Lane weights adding up to 1, e.g. 0.5,0.5 (default 0.3,0.7).",
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
 @click.command()
 @click.argument("args", nargs=-1, required=True, metavar="[DB] QUERY")
 @click.option("--explain", is_flag=True, help="Show each result's arithmetic and BM25 terms.")
-@click.option(
-    "--embedder",
-    "embedder_name",
-    default=None,
-    help="Query embedder (default: the one recorded in DB); 'none' means keyword only.",
-)
-@click.option("--keyword-only", is_flag=True, help="Switch the vector lane off.")
-@click.option("--any", "any_terms", is_flag=True, help="Match any term instead of all.")
 @click.option("--limit", type=click.IntRange(min=1), default=DEFAULT_LIMIT, show_default=True)
-@click.option(
-    "--pool",
-    "pool_size",
-    type=click.IntRange(min=1),
-    default=DEFAULT_POOL_SIZE,
-    show_default=True,
-    help="Candidate pool size per lane.",
-)
-@click.option(
-    "--weights",
-    callback=_parse_weights,
-    default=None,
-    metavar="KW,VEC",
-    help="Lane weights adding up to 1, e.g. 0.5,0.5 (default 0.3,0.7).",
-)
+@search_options
 @filter_options
 @source_options(writes=False)
 @qdrant_options
@@ -156,7 +167,7 @@ def search(
         keyword_only=keyword_only,
     )
     with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
-        response = _searched(source, request)
+        response = searched(source, request)
         records = source.get_many(r.id for r in response.results)
         explanations = {}
         if explain:
@@ -184,7 +195,7 @@ def _store_and_query(
     raise click.UsageError("too many arguments: DB QUERY (quote a query of several words)")
 
 
-def _searched(source: MemorySource, request: SearchRequest) -> SearchResponse:
+def searched(source: MemorySource, request: SearchRequest) -> SearchResponse:
     """The search, with progress on stderr while it waits for a build."""
     source.check_filters(request.filters)
     progress = None
@@ -220,7 +231,7 @@ def _print_results(
     _print_table(out, response, records)
     if explanations is not None:
         for result in response.results:
-            _print_explanation(out, result, records.get(result.id), explanations, pools, places)
+            print_explanation(out, result, records.get(result.id), explanations, pools, places)
 
 
 def _empty_query(note: str) -> click.ClickException:
@@ -429,7 +440,7 @@ def explanation_lines(
     return lines
 
 
-def _print_explanation(
+def print_explanation(
     out: Console,
     result: SearchResult,
     record: Any,

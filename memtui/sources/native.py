@@ -239,9 +239,7 @@ class NativeSource(MemorySource, ScopeForgettable, Refutable, Revealable, HasLan
             after_id=after_id,
             **filters,
         )
-        more = len(found) > limit
-        records = [self.to_source(r) for r in found[:limit]]
-        return Page(records=records, next_cursor=records[-1].id if more and records else None)
+        return Page.of((self.to_source(r) for r in found), limit)
 
     def get(self, record_id: str) -> SourceRecord | None:
         text = str(record_id).strip()

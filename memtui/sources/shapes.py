@@ -8,6 +8,7 @@ checks every source shares. ``memtui.sources.base`` holds the interface itself.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterable
@@ -124,6 +125,15 @@ class Page:
 
     records: list[SourceRecord]
     next_cursor: str | None
+
+    @classmethod
+    def of(cls, found: Iterable[SourceRecord], limit: int) -> Page:
+        """The first ``limit`` of ``found``, read one further (``limit + 1``): the cursor is
+        the last record's id when there was more."""
+        taken = list(itertools.islice(found, limit + 1))
+        records = taken[:limit]
+        more = len(taken) > limit
+        return cls(records=records, next_cursor=records[-1].id if more and records else None)
 
 
 @dataclass(frozen=True)

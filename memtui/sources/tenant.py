@@ -211,9 +211,7 @@ class TenantEvidenceSource(ForeignSqliteSource):
             f"ORDER BY tenant, {_ident(self.id_column)} LIMIT ?",
             [*params, limit + 1],
         )
-        records = [self._record(r) for r in rows[:limit]]
-        more = len(rows) > limit
-        return Page(records=records, next_cursor=records[-1].id if more and records else None)
+        return Page.of((self._record(r) for r in rows), limit)
 
     def _key(self, record_id: str) -> tuple[str, str] | None:
         parts = decode_id(ID_PREFIX, str(record_id), 2)

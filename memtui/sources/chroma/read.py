@@ -407,9 +407,7 @@ class ChromaReads(ForeignSqliteSource):
             records += [r for r in self._deleted_matching(wanted) if order[r.id] > deleted_after][
                 : limit + 1 - len(records)
             ]
-        more = len(records) > limit
-        chosen = records[:limit]
-        return Page(records=chosen, next_cursor=chosen[-1].id if more else None)
+        return Page.of(records, limit)
 
     def get(self, record_id: str) -> SourceRecord | None:
         parts = decode_id(ID_PREFIX, record_id, 1)

@@ -307,14 +307,7 @@ class LanceSource(ForeignSource):
             if key_of(after) is None:
                 raise SourceError(f"cursor {after!r} is not a {self.kind_label} record id")
             start = bisect.bisect_right(snap.ids, after)
-        found: list[SourceRecord] = []
-        for record in self._select(filters, include_hidden, start):
-            found.append(record)
-            if len(found) > limit:
-                break
-        records = found[:limit]
-        more = len(found) > limit
-        return Page(records=records, next_cursor=records[-1].id if more and records else None)
+        return Page.of(self._select(filters, include_hidden, start), limit)
 
     def get(self, record_id: str) -> SourceRecord | None:
         return self._current().by_id.get(str(record_id))

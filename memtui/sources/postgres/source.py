@@ -162,9 +162,7 @@ class PostgresSource(ForeignSource):
             filters, after=after, limit=limit, include_hidden=include_hidden
         )
         rows = self.query(sql, params)
-        records = [self.record(r) for r in rows[:limit]]
-        more = len(rows) > limit
-        return Page(records=records, next_cursor=records[-1].id if more and records else None)
+        return Page.of((self.record(r) for r in rows), limit)
 
     # -- the connection
 

@@ -375,14 +375,7 @@ class QdrantSource(ForeignSource):
             if pid_of(after) is None:
                 raise SourceError(f"cursor {after!r} is not a {self.kind_label} record id")
             start = bisect.bisect_right(snap.ids, after)
-        found: list[SourceRecord] = []
-        for record in self._select(filters, include_hidden, start):
-            found.append(record)
-            if len(found) > limit:
-                break
-        more = len(found) > limit
-        records = found[:limit]
-        return Page(records=records, next_cursor=records[-1].id if more and records else None)
+        return Page.of(self._select(filters, include_hidden, start), limit)
 
     def _canonical(self, record_id: str) -> str | None:
         pid = pid_of(record_id)
