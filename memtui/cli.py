@@ -14,10 +14,12 @@ from memtui.commands.changes import forget, forget_gaps, forget_scope, refute, r
 from memtui.commands.common import (
     ErrorReportingGroup,
     fixed_clock,
+    names_a_remote_store,
     operator_option,
     qdrant_options,
     source_argument,
     source_options,
+    store_path_required,
 )
 from memtui.commands.evaluate import evaluate
 from memtui.commands.lanes import lanes
@@ -69,8 +71,8 @@ def open_command(
     from memtui.core.embed import EmbedderError
     from memtui.tui.launch import run_app
 
-    if db is None and not qdrant.get("qdrant_url"):
-        raise click.UsageError("give a store PATH (or --qdrant-url URL for a Qdrant server)")
+    if db is None and not names_a_remote_store(qdrant):
+        raise store_path_required()
     try:
         embedder = resolve_embedder(embedder_name)
     except EmbedderError as exc:

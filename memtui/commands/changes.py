@@ -17,6 +17,7 @@ import click
 from memtui.commands.common import (
     confirm_or_abort,
     db_argument,
+    names_a_remote_store,
     no_record,
     open_cli_source,
     operator_option,
@@ -25,6 +26,7 @@ from memtui.commands.common import (
     source_argument,
     source_options,
     store_location,
+    store_path_required,
 )
 from memtui.core.secrets import secret_paths
 from memtui.render import escape_controls, plural
@@ -99,7 +101,7 @@ def _store_and_id(args: tuple[str, ...], qdrant: dict[str, Any]) -> tuple[str | 
     """``DB RECORD_ID``, or only ``RECORD_ID`` when --qdrant-url names the store."""
     if len(args) == 2:
         return store_location(args[0]), args[1]
-    if len(args) == 1 and qdrant.get("qdrant_url"):
+    if len(args) == 1 and names_a_remote_store(qdrant):
         return None, args[0]
     if len(args) == 1:
         raise click.UsageError("give the store and the record: DB RECORD_ID")
@@ -193,8 +195,8 @@ def forget_scope(
     engagement-scoped and stay), or a foreign store's scope with --scope KEY=VALUE
     (needs --allow-writes). Shows the blast radius and asks first."""
     key, value = _scope_option(engagement, scope_text)
-    if db is None and not qdrant.get("qdrant_url"):
-        raise click.UsageError("give a store PATH (or --qdrant-url URL for a Qdrant server)")
+    if db is None and not names_a_remote_store(qdrant):
+        raise store_path_required()
     with open_cli_source(
         db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
     ) as source:

@@ -166,6 +166,22 @@ def open_cli_source(
     )
 
 
+def names_a_remote_store(options: Mapping[str, Any]) -> bool:
+    """Whether the store options name a store with no PATH (``--qdrant-url``): the
+    registry's kinds say, not the command."""
+    from memtui.sources.registry import REGISTRY
+
+    return REGISTRY.remote_named(options) is not None
+
+
+def store_path_required() -> click.UsageError:
+    """The usage error of a command given neither a store PATH nor a server option."""
+    from memtui.sources.registry import REGISTRY
+
+    servers = " or ".join(REGISTRY.remote_flags())
+    return click.UsageError(f"give a store PATH (or {servers})" if servers else "give a store PATH")
+
+
 QDRANT_KEYS = ("qdrant_url", "api_key", "collection", "memory_mode", "mem0_history")
 POSTGRES_KEYS = ("pg_schema",)
 STORE_KEYS = QDRANT_KEYS + POSTGRES_KEYS

@@ -22,6 +22,7 @@ from memtui.commands.common import (
     emit_json,
     filter_options,
     json_option,
+    names_a_remote_store,
     open_cli_source,
     open_store,
     operator_option,
@@ -188,7 +189,7 @@ def _store_and_query(
     """The store (None: a Qdrant server named by --qdrant-url) and the query."""
     if len(args) == 2:
         return store_location(args[0]), args[1]
-    if len(args) == 1 and qdrant.get("qdrant_url"):
+    if len(args) == 1 and names_a_remote_store(qdrant):
         return None, args[0]
     if len(args) == 1:
         raise click.UsageError("give the store and the query: DB QUERY")

@@ -23,6 +23,7 @@ from memtui.commands.common import (
     emit_json,
     filter_options,
     json_option,
+    names_a_remote_store,
     open_cli_source,
     qdrant_options,
     record_label,
@@ -446,7 +447,7 @@ def info(
 ) -> None:
     """What DB is: its kind, what memtui can do with it, its expiry rule, counts and gaps."""
     if list_formats:
-        if db is not None or qdrant.get("qdrant_url"):
+        if db is not None or names_a_remote_store(qdrant):
             raise click.UsageError("--formats lists the stores memtui opens: give it alone")
         _print_formats(as_json)
         return

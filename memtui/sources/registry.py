@@ -74,6 +74,20 @@ class Registry(Sequence[StoreKind]):
         """The kind that opens ``location`` as a URL (``postgresql://...``), or None."""
         return next((k for k in self._entries if k.opens_url(location)), None)
 
+    def remote_named(self, given: Mapping[str, Any]) -> StoreKind | None:
+        """The kind whose options in ``given`` name a store with no path (a server's
+        URL), or None: then the command needs a PATH."""
+        for kind, options in self.split_options(given).items():
+            entry = self.get(kind)
+            if entry is not None and entry.remote is not None and entry.remote.named_by(options):
+                return entry
+        return None
+
+    def remote_flags(self) -> list[str]:
+        """What names a store instead of a PATH, in words (``--qdrant-url URL for a
+        Qdrant server``)."""
+        return [f"{k.remote.flag} URL for {k.remote.what}" for k in self._entries if k.remote]
+
     def folder_kinds(self) -> list[str]:
         """The folders memtui opens, in words."""
         return [k.folders for k in self._entries if k.folders]

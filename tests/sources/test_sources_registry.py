@@ -162,3 +162,20 @@ def test_the_qdrant_package_imports_none_of_the_adapters_built_on_it():
                 assert not name.startswith(
                     ("memtui.sources.mem0", "memtui.sources.cyber_autoagent")
                 ), (module.name, name)
+
+
+def test_the_registry_says_which_options_name_a_store_without_a_path():
+    """The commands ask the registry whether a PATH is needed: a server URL of a kind
+    with a ``Remote`` names the store; a collection or a schema alone does not."""
+    assert REGISTRY.remote_named({"qdrant_url": "http://qdrant.example:6333"}).name == "qdrant"
+    assert REGISTRY.remote_named({"collection": "memories", "pg_schema": "agents"}) is None
+    assert REGISTRY.remote_named({}) is None
+    assert REGISTRY.remote_flags() == ["--qdrant-url URL for a Qdrant server"]
+
+
+def test_a_command_with_neither_a_path_nor_a_server_names_both():
+    result = CliRunner().invoke(
+        main, ["forget-scope", "--engagement", "acme", "--reason", "wrong engagement"]
+    )
+    assert result.exit_code == 2
+    assert "give a store PATH (or --qdrant-url URL for a Qdrant server)" in result.output
