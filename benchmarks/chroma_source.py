@@ -180,7 +180,9 @@ def raw_search(
     ).fetchall()
 
 
-def measure(folder: Path, count: int, repeats: int, cache: Path) -> list[Row]:
+def measure(
+    folder: Path, count: int, repeats: int, cache: Path, rare_runs: int = RARE_RUNS
+) -> list[Row]:
     sqlite = folder / "chroma.sqlite3"
     rows: list[Row] = []
 
@@ -237,7 +239,7 @@ def measure(folder: Path, count: int, repeats: int, cache: Path) -> list[Row]:
         )
         build = timed(source.build_index)
         segment = conn.execute("SELECT id FROM segments WHERE scope = 'METADATA'").fetchone()[0]
-        rows.extend(keyword_rows(source, queries(count), repeats))
+        rows.extend(keyword_rows(source, queries(count), repeats, rare_runs))
         index = ro(Path(source.index.path))
         try:
             for name, query in queries(count).items():
@@ -246,7 +248,7 @@ def measure(folder: Path, count: int, repeats: int, cache: Path) -> list[Row]:
                     [match],
                     lambda _m, q=query: source.search(q, keyword_only=True, limit=100),
                     lambda m: raw_search(index, conn, segment, m),
-                    repeats if name.endswith("common") else max(repeats, RARE_RUNS),
+                    repeats if name.endswith("common") else max(repeats, rare_runs),
                 )
                 rows.append(
                     Row(
@@ -290,19 +292,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--folder", type=Path, help="keep the written folder here and reuse it on later runs"
     )
+    parser.add_argument(
+        "--rare-runs", type=int, default=RARE_RUNS, help="runs per rare query at least"
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory(prefix="memtui-chroma-bench-") as tmp:
         work = Path(tmp)
         folder, wrote = folder_for(args.folder or work, args.documents)
         cache = work / "cache"
-        rows = measure(folder, args.documents, args.repeats, cache)
+        rows = measure(folder, args.documents, args.repeats, cache, args.rare_runs)
         rows += forget_rows(folder, work, cache)
         size = (folder / "chroma.sqlite3").stat().st_size
     made = "reused" if wrote is None else f"written by chromadb in {wrote:.1f} s"
     print(
         f"Chroma folder: {args.documents} documents {made}; chroma.sqlite3 "
-        f"{size / 1e6:.1f} MB; medians of {args.repeats} (rare queries: {RARE_RUNS})"
+        f"{size / 1e6:.1f} MB; medians of {args.repeats} (rare queries: {args.rare_runs})"
     )
     print_rows(rows)
     return 0

@@ -88,7 +88,9 @@ def interleaved(
     return statistics.median(mine), statistics.median(theirs)
 
 
-def keyword_rows(source: Any, queries: dict[str, str], repeats: int) -> list[Row]:
+def keyword_rows(
+    source: Any, queries: dict[str, str], repeats: int, rare_runs: int = RARE_RUNS
+) -> list[Row]:
     """memtui's keyword lane on its index of the store against raw FTS5 top-100 by
     ``bm25()`` on the same index (its own read-only connection), per query class."""
     index = source.index.store()
@@ -98,7 +100,7 @@ def keyword_rows(source: Any, queries: dict[str, str], repeats: int) -> list[Row
         for name, query in queries.items():
             match = match_expression(index_tokens(index, sanitize_query(query)))
             matched = keyword_lane(index, match, None, POOL)[2]
-            runs = repeats if matched > POOL else max(repeats, RARE_RUNS)
+            runs = repeats if matched > POOL else max(repeats, rare_runs)
             ours, base = interleaved(
                 [match],
                 lambda m: keyword_lane(index, m, None, POOL),

@@ -146,7 +146,9 @@ def raw_search(index: Any, data: Any, match: str) -> None:
         data.to_table(filter=f"id IN ({quoted})")
 
 
-def measure(folder: Path, count: int, repeats: int, cache: Path) -> list[Row]:
+def measure(
+    folder: Path, count: int, repeats: int, cache: Path, rare_runs: int = RARE_RUNS
+) -> list[Row]:
     import sqlite3
 
     rows: list[Row] = []
@@ -215,7 +217,7 @@ def measure(folder: Path, count: int, repeats: int, cache: Path) -> list[Row]:
             )
         )
         build = timed(source.build_index)
-        rows.extend(keyword_rows(source, queries(count), repeats))
+        rows.extend(keyword_rows(source, queries(count), repeats, rare_runs))
         index = sqlite3.connect(f"file:{source.index.path}?mode=ro", uri=True)
         try:
             for name, query in queries(count).items():
@@ -224,7 +226,7 @@ def measure(folder: Path, count: int, repeats: int, cache: Path) -> list[Row]:
                     [match],
                     lambda _m, q=query: source.search(q, keyword_only=True, limit=100),
                     lambda m: raw_search(index, data, m),
-                    repeats if name.endswith("common") else max(repeats, RARE_RUNS),
+                    repeats if name.endswith("common") else max(repeats, rare_runs),
                 )
                 rows.append(
                     Row(
@@ -294,20 +296,23 @@ def main(argv: list[str] | None = None) -> int:
         "--folder", type=Path, help="keep the written database here and reuse it on later runs"
     )
     parser.add_argument("--skip-forget", action="store_true")
+    parser.add_argument(
+        "--rare-runs", type=int, default=RARE_RUNS, help="runs per rare query at least"
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory(prefix="memtui-lancedb-bench-") as tmp:
         work = Path(tmp)
         folder, wrote = folder_for(args.folder or work, args.rows)
         cache = work / "cache"
-        rows = measure(folder, args.rows, args.repeats, cache)
+        rows = measure(folder, args.rows, args.repeats, cache, args.rare_runs)
         if not args.skip_forget:
             rows += forget_rows(folder, work, cache, args.rows)
         size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     made = "reused" if wrote is None else f"written by lancedb in {wrote:.1f} s"
     print(
         f"LanceDB table {TABLE}: {args.rows} crewAI rows x {DIMS} dims {made}; "
-        f"{size / 1e6:.1f} MB; medians of {args.repeats} (rare queries: {RARE_RUNS})"
+        f"{size / 1e6:.1f} MB; medians of {args.repeats} (rare queries: {args.rare_runs})"
     )
     print_rows(rows)
     return 0
