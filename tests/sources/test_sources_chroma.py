@@ -360,3 +360,72 @@ def test_cli_forget_gaps_vacuums_a_gap_that_names_no_document(tmp_path, monkeypa
     assert purged_text(5).encode() not in every_file(folder)
     again = CliRunner().invoke(main, argv)
     assert again.exit_code == 0 and "no erasure gap" in again.output
+
+
+AGENT = """
+import sys, warnings
+warnings.simplefilter("ignore")
+import chromadb
+from chromadb.config import Settings
+client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False))
+client.get_collection(sys.argv[2], embedding_function=None).count()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_running_chromadb_client_makes_every_write_wait_for_it_to_stop(chroma):
+    """A client in another process keeps the folder's files open (and its HNSW index in
+    memory, which it writes back): memtui refuses to write, and writes once it is gone."""
+    import subprocess
+
+    from memtui.sources.chroma.live import folder_openers
+
+    agent = subprocess.Popen(
+        [sys.executable, "-c", AGENT, str(chroma), COLLECTION],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert agent.stdout is not None and agent.stdout.readline().strip() == "ready"
+        assert folder_openers(chroma) == [agent.pid]
+        before = tree_digest(chroma)  # the client writes the folder too, as it opens
+        with open_source(chroma, allow_writes=True, clock=fixed_clock) as source:
+            for write in (
+                lambda: source.forget("chroma:m07", reason="asked"),
+                lambda: source.forget_scope(scope=("user_id", "bob"), reason="asked"),
+                lambda: source.forget_gaps(reason="asked"),
+            ):
+                with pytest.raises(SourceError) as refused:
+                    write()
+                assert str(refused.value).startswith(
+                    f"the agent is live: process {agent.pid} has files of {chroma} open"
+                )
+                assert "stop the agent first" in str(refused.value)
+            assert source.audit_events() == []  # refused before any intent
+        assert tree_digest(chroma) == before  # memtui wrote nothing
+    finally:
+        agent.communicate("")
+    assert folder_openers(chroma) == []
+    with open_source(chroma, allow_writes=True, clock=fixed_clock) as source:
+        assert source.forget("chroma:m07", reason="asked").verified
+
+
+def test_open_files_are_found_by_proc_fd_links(tmp_path):
+    from memtui.sources.chroma.live import folder_openers
+
+    folder = tmp_path / "chroma"
+    folder.mkdir()
+    assert folder_openers(folder, proc=tmp_path / "no-proc") is None  # cannot be told
+    proc = tmp_path / "proc"
+    for pid, target in (
+        (11, folder / "chroma.sqlite3"),
+        (12, tmp_path / "elsewhere"),
+        (13, folder),
+    ):
+        (proc / str(pid) / "fd").mkdir(parents=True)
+        (proc / str(pid) / "fd" / "3").symlink_to(target)
+    (proc / "self" / "fd").mkdir(parents=True)
+    (proc / "14").mkdir()  # a process whose fd folder cannot be read
+    assert folder_openers(folder, proc=proc) == [11, 13]
