@@ -1,12 +1,17 @@
 """A Chroma folder as memtui reads it: ``python -m benchmarks.chroma_source --documents 100000``.
 
 chromadb writes a folder of N documents (a deterministic hashing embedding, no
-model), then each figure is set beside a baseline measured in the same run on
-the same file: the first screen and a page beside the raw SQL that reads the
-same rows from ``chroma.sqlite3``; the keyword lane beside a raw FTS5 query on
-memtui's own index of the folder; a verified forget (through chromadb, then the
-queue rows, the full-text merge, VACUUM and the byte scan of the folder) beside
-chromadb's own ``collection.delete`` on a copy, which leaves the text behind.
+model; ``--folder DIR`` keeps it there and reuses it), then each figure is set
+beside a baseline measured in the same run on the same file, interleaved: the
+first screen (open, the tier counts, 100 rows: what the app shows before the
+scopes are counted) beside a new connection's raw SQL for the same count and rows;
+the scope facets beside the raw ``GROUP BY``; a page beside the raw keyset query;
+memtui's keyword lane beside raw FTS5 top-100 on memtui's own index of the folder;
+a keyword search end to end (the lane, the 100 results' documents read back from
+``chroma.sqlite3``) beside raw FTS5 plus the raw read of those documents; a
+verified forget (through chromadb, then the queue rows, the full-text merge,
+VACUUM and the byte scan of the folder) beside chromadb's own
+``collection.delete`` on a copy, which leaves the text behind.
 """
 
 from __future__ import annotations
@@ -14,16 +19,26 @@ from __future__ import annotations
 import argparse
 import shutil
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.foreign_bench import (
+    RARE_RUNS,
+    RAW_FTS,
+    Row,
+    interleaved,
+    keyword_rows,
+    print_rows,
+    timed,
+    with_target,
+    within,
+)
 from memtui.core.embed import HashEmbedder
+from memtui.core.search import index_tokens, match_expression, sanitize_query
 from memtui.sources import open_source
 
 COLLECTION = "bench_memory"
@@ -80,92 +95,177 @@ def build(folder: Path, count: int) -> float:
     return time.perf_counter() - started
 
 
-def timed(fn: Callable[[], Any], repeats: int) -> float:
-    """The median of ``repeats`` runs, in seconds."""
-    runs = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - started)
-    return statistics.median(runs)
+SCOPE_KEYS = ("user_id", "agent_id", "run_id", "session_id")
 
 
-def raw_page(sqlite: Path, after: int) -> list[Any]:
-    conn = sqlite3.connect(f"file:{sqlite}?mode=ro", uri=True)
-    try:
-        rows = conn.execute(
-            "SELECT e.id, e.embedding_id FROM embeddings AS e JOIN segments AS s "
-            "ON s.id = e.segment_id AND s.scope = 'METADATA' WHERE e.id > ? ORDER BY e.id "
-            "LIMIT 100",
-            (after,),
-        ).fetchall()
-        marks = ",".join("?" * len(rows))
-        conn.execute(
-            f"SELECT id, key, string_value FROM embedding_metadata WHERE id IN ({marks})",
-            [r[0] for r in rows],
-        ).fetchall()
-        return rows
-    finally:
-        conn.close()
+def queries(count: int) -> dict[str, str]:
+    """A 2-term query matching about 3% of the documents, and one of one document's
+    rarest words (a handful at any size)."""
+    k = count // 3
+    return {"2 terms, common": "memory tag3", "2 terms, rare": f"topic{k % 97} word{k % 1013}"}
 
 
-def raw_fts(index: Path, query: str) -> list[Any]:
-    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
-    try:
-        return conn.execute(
-            "SELECT rowid FROM records_fts WHERE records_fts MATCH ? ORDER BY bm25(records_fts) "
-            "LIMIT 100",
-            (query,),
-        ).fetchall()
-    finally:
-        conn.close()
+def folder_for(where: Path, count: int) -> tuple[Path, float | None]:
+    """The folder of ``count`` documents under ``where``, written unless it is there
+    (None: reused)."""
+    folder = where / f"chroma-{count}"
+    done = where / f"chroma-{count}.complete"
+    if done.exists():
+        return folder, None
+    shutil.rmtree(folder, ignore_errors=True)
+    wrote = build(folder, count)
+    done.write_text("written by benchmarks.chroma_source\n", encoding="ascii")
+    return folder, wrote
 
 
-def measure(folder: Path, count: int, repeats: int, cache: Path) -> list[tuple[str, float, float]]:
-    sqlite = folder / "chroma.sqlite3"
-    rows: list[tuple[str, float, float]] = []
+def ro(sqlite: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{sqlite}?mode=ro", uri=True)
 
-    def first_screen() -> None:
-        with open_source(folder, cache_root=cache) as source:
-            source.facets()
-            source.page(limit=100)
 
-    rows.append(
-        (
-            "first screen (open, facets, 100 rows)",
-            timed(first_screen, repeats),
-            timed(lambda: raw_page(sqlite, 0), repeats),
-        )
-    )
-    with open_source(folder, cache_root=cache) as source:
-        middle = source.page(limit=100).next_cursor
-        key = count // 2
-        after = f"chroma:d{key}"
-        rows.append(
-            (
-                "page after the middle",
-                timed(lambda: source.page(after=after, limit=100), repeats),
-                timed(lambda: raw_page(sqlite, key), repeats),
-            )
-        )
-        assert middle is not None
-        started = time.perf_counter()
-        source.build_index()
-        build = time.perf_counter() - started
-        index = Path(source.index.path)
-        query = "topic5 word7"
-        rows.append(
-            (
-                "keyword lane, 2 terms",
-                timed(lambda: source.search(query, keyword_only=True, limit=100), repeats),
-                timed(lambda: raw_fts(index, '"topic5" "word7"'), repeats),
-            )
-        )
-        rows.append(("memtui's index, first build", build, 0.0))
+def raw_rows(conn: sqlite3.Connection, after: int) -> list[Any]:
+    """A keyset page of 100 documents with their metadata, the plainest SQL."""
+    rows = conn.execute(
+        "SELECT e.id, e.embedding_id, e.seq_id, e.created_at FROM embeddings AS e "
+        "JOIN segments AS s ON s.id = e.segment_id AND s.scope = 'METADATA' "
+        "WHERE e.id > ? ORDER BY e.id LIMIT 100",
+        (after,),
+    ).fetchall()
+    marks = ",".join("?" * len(rows))
+    conn.execute(
+        "SELECT id, key, string_value, int_value, float_value, bool_value "
+        f"FROM embedding_metadata WHERE id IN ({marks})",
+        [r[0] for r in rows],
+    ).fetchall()
     return rows
 
 
-def forget_rows(folder: Path, work: Path, cache: Path) -> list[tuple[str, float, float]]:
+def raw_first_screen(sqlite: Path) -> None:
+    conn = ro(sqlite)
+    try:
+        conn.execute("SELECT count(*) FROM embeddings").fetchall()
+        raw_rows(conn, 0)
+    finally:
+        conn.close()
+
+
+def raw_facets(conn: sqlite3.Connection) -> None:
+    marks = ",".join("?" * len(SCOPE_KEYS))
+    conn.execute("SELECT count(*) FROM embeddings").fetchall()
+    conn.execute(
+        "SELECT key, string_value, count(*) FROM embedding_metadata "
+        f"WHERE key IN ({marks}) AND string_value IS NOT NULL GROUP BY key, string_value",
+        SCOPE_KEYS,
+    ).fetchall()
+
+
+def raw_search(
+    index: sqlite3.Connection, chroma: sqlite3.Connection, segment: str, match: str
+) -> None:
+    """Raw FTS5 top-100 on memtui's index, then those documents' rows from the folder."""
+    ids = [
+        str(r[0]).partition(":")[2]
+        for r in index.execute(
+            f"SELECT r.source_id FROM ({RAW_FTS}) AS f JOIN records AS r ON r.id = f.rowid",
+            (match,),
+        ).fetchall()
+    ]
+    marks = ",".join("?" * len(ids))
+    rows = chroma.execute(
+        f"SELECT id, created_at FROM embeddings WHERE segment_id = ? AND embedding_id IN ({marks})",
+        [segment, *ids],
+    ).fetchall()
+    chroma.execute(
+        f"SELECT id, key, string_value FROM embedding_metadata WHERE id IN ({marks})",
+        [r[0] for r in rows],
+    ).fetchall()
+
+
+def measure(
+    folder: Path, count: int, repeats: int, cache: Path, rare_runs: int = RARE_RUNS
+) -> list[Row]:
+    sqlite = folder / "chroma.sqlite3"
+    rows: list[Row] = []
+
+    def first_screen(_case: Any) -> None:
+        with open_source(folder, cache_root=cache) as source:
+            source.tier_counts()
+            source.tier_counts(include_hidden=True)
+            source.page(limit=100)
+
+    ours, base = interleaved([None], first_screen, lambda _c: raw_first_screen(sqlite), repeats)
+    rows.append(
+        with_target(
+            Row(
+                "first screen (open, tier counts, 100 rows)",
+                ours,
+                base,
+                "new connection: count(*) + 100 rows",
+            ),
+            "< 1 s",
+            within(1.0),
+        )
+    )
+    conn = ro(sqlite)
+    with open_source(folder, cache_root=cache) as source:
+        ours, base = interleaved(
+            [None], lambda _c: source.facets(), lambda _c: raw_facets(conn), repeats
+        )
+        rows.append(
+            with_target(
+                Row("scope facets (the tree's counts)", ours, base, "count(*) + GROUP BY"),
+                "< 300 ms",
+                within(0.3),
+            )
+        )
+        key = count // 2
+        after = f"chroma:d{key}"
+        middle = int(
+            conn.execute(
+                "SELECT id FROM embeddings WHERE embedding_id = ?", (f"d{key}",)
+            ).fetchone()[0]
+        )
+        ours, base = interleaved(
+            [None],
+            lambda _c: source.page(after=after, limit=100),
+            lambda _c: raw_rows(conn, middle),
+            repeats,
+        )
+        rows.append(
+            with_target(
+                Row("page of 100 after the middle", ours, base, "raw keyset page + metadata"),
+                "< 50 ms",
+                within(0.05),
+            )
+        )
+        build = timed(source.build_index)
+        segment = conn.execute("SELECT id FROM segments WHERE scope = 'METADATA'").fetchone()[0]
+        rows.extend(keyword_rows(source, queries(count), repeats, rare_runs))
+        index = ro(Path(source.index.path))
+        try:
+            for name, query in queries(count).items():
+                match = match_expression(index_tokens(source.index.store(), sanitize_query(query)))
+                ours, base = interleaved(
+                    [match],
+                    lambda _m, q=query: source.search(q, keyword_only=True, limit=100),
+                    lambda m: raw_search(index, conn, segment, m),
+                    repeats if name.endswith("common") else max(repeats, rare_runs),
+                )
+                rows.append(
+                    Row(
+                        f"keyword search, {name}, 100 results",
+                        ours,
+                        base,
+                        "raw FTS5 top-100 + their rows from chroma.sqlite3",
+                    )
+                )
+        finally:
+            index.close()
+        rows.append(Row("memtui's index, first build", build, 0.0, "-"))
+    conn.close()
+    return rows
+
+
+def forget_rows(folder: Path, work: Path, cache: Path) -> list[Row]:
     ours = work / "forget"
     theirs = work / "plain"
     shutil.copytree(folder, ours)
@@ -182,31 +282,34 @@ def forget_rows(folder: Path, work: Path, cache: Path) -> list[tuple[str, float,
     finally:
         handle.close()
     plain = time.perf_counter() - started
-    return [("forget, verified (vs chromadb's delete)", forget, plain)]
+    return [Row("forget, verified", forget, plain, "chromadb's delete (leaves the text)")]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.chroma_source")
     parser.add_argument("--documents", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--folder", type=Path, help="keep the written folder here and reuse it on later runs"
+    )
+    parser.add_argument(
+        "--rare-runs", type=int, default=RARE_RUNS, help="runs per rare query at least"
+    )
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory(prefix="memtui-chroma-bench-") as tmp:
         work = Path(tmp)
-        folder = work / "chroma"
-        wrote = build(folder, args.documents)
+        folder, wrote = folder_for(args.folder or work, args.documents)
         cache = work / "cache"
-        rows = measure(folder, args.documents, args.repeats, cache)
+        rows = measure(folder, args.documents, args.repeats, cache, args.rare_runs)
         rows += forget_rows(folder, work, cache)
         size = (folder / "chroma.sqlite3").stat().st_size
+    made = "reused" if wrote is None else f"written by chromadb in {wrote:.1f} s"
     print(
-        f"Chroma folder: {args.documents} documents written by chromadb in {wrote:.1f} s; "
-        f"chroma.sqlite3 {size / 1e6:.1f} MB; median of {args.repeats}"
+        f"Chroma folder: {args.documents} documents {made}; chroma.sqlite3 "
+        f"{size / 1e6:.1f} MB; medians of {args.repeats} (rare queries: {args.rare_runs})"
     )
-    print(f"{'what':44} {'memtui':>10} {'baseline':>10} {'ratio':>8}")
-    for what, ours, base in rows:
-        ratio = f"{ours / base:.1f}x" if base else "-"
-        print(f"{what:44} {ours * 1000:8.1f}ms {base * 1000:8.1f}ms {ratio:>8}")
+    print_rows(rows)
     return 0
 
 

@@ -1,9 +1,11 @@
 """Pick one Qdrant or Chroma collection (or LanceDB table) when a store holds several.
 
-Shown before the main app: each collection with its point count, vector size,
-distance and what memtui recognizes it as (Cyber-AutoAgent memories, mem0,
-a web-search cache...). ``enter`` opens the highlighted one; ``escape`` quits.
-Collection names come from the store: they are shown as inert text.
+Shown before the main app: each collection with its count, vector size, distance
+and what memtui recognizes it as (Cyber-AutoAgent memories, mem0, a web-search
+cache...), in the store's own words: a Qdrant collection's points and distance, a
+Chroma collection's documents and space, a LanceDB table's rows (a table has no
+distance of its own: a query names it). ``enter`` opens the highlighted one;
+``escape`` quits. Collection names come from the store: they are shown as inert text.
 """
 
 from __future__ import annotations
@@ -20,6 +22,24 @@ from textual.widgets import DataTable, Footer, Static
 from memtui.render import one_line
 
 COLUMNS = (("collection", 40), ("points", 10), ("dims", 6), ("distance", 10), ("holds", 30))
+CHROMA_COLUMNS = (
+    ("collection", 40),
+    ("documents", 10),
+    ("dims", 6),
+    ("space", 10),
+    ("holds", 30),
+)
+LANCE_COLUMNS = (("table", 40), ("rows", 10), ("dims", 6), ("holds", 30))
+
+
+def columns_of(collections: Sequence[Any]) -> tuple[tuple[str, int], ...]:
+    """The picker's columns, named as the store names what its collections hold."""
+    kinds = {getattr(c, "plural", None) or getattr(c, "kind", "") for c in collections}
+    if kinds == {"chroma"}:
+        return CHROMA_COLUMNS
+    if kinds == {"LanceDB tables"}:
+        return LANCE_COLUMNS
+    return COLUMNS
 
 
 class CollectionPicker(App[str | None]):
@@ -63,19 +83,21 @@ class CollectionPicker(App[str | None]):
         from memtui.sources.qdrant import KIND_LABELS
 
         table = self.query_one("#collections", DataTable)
-        for name, width in COLUMNS:
+        columns = columns_of(self.collections)
+        for name, width in columns:
             table.add_column(name, width=width, key=name)
+        with_distance = len(columns) == len(COLUMNS)
         for info in self.collections:
-            table.add_row(
+            cells: list[Text] = [
                 one_line(info.name, 40),
                 Text("?" if info.points is None else str(info.points), justify="right"),
                 Text("?" if info.dim is None else str(info.dim), justify="right"),
-                one_line(info.distance or "?", 10),
-                one_line(
-                    getattr(info, "label", None) or KIND_LABELS.get(info.kind, "Qdrant collection"),
-                    30,
-                ),
-            )
+            ]
+            if with_distance:
+                cells.append(one_line(info.distance or "?", 10))
+            label = getattr(info, "label", None) or KIND_LABELS.get(info.kind, "Qdrant collection")
+            cells.append(one_line(label, 30))
+            table.add_row(*cells)
         table.focus()
 
     def chosen(self) -> str | None:

@@ -600,6 +600,8 @@ async def test_the_picker_lists_a_lancedb_databases_tables(tmp_path):
         text = screen_text(picker)
         assert "holds 2 LanceDB tables" in text
         assert text.count("LanceDB table") == 3  # the title and each row's label
+        header = next(line.split() for line in text.splitlines() if "table" in line.split())
+        assert header == ["table", "rows", "dims", "holds"]  # no distance: a query names it
         await pilot.press("down", "enter")
         await pilot.pause()
     assert picker.return_value == "notes"
@@ -617,7 +619,17 @@ async def test_a_chroma_folder_with_two_collections_asks_which_then_opens_it(tmp
     picker = CollectionPicker(several.value.where, several.value.collections)
     async with picker.run_test(size=(120, 30)) as pilot:
         await pilot.pause()
-        assert "holds 2 Chroma collections" in screen_text(picker)
+        text = screen_text(picker)
+        assert "holds 2 Chroma collections" in text
+        header = next(line.split() for line in text.splitlines() if "collection" in line.split())
+        assert header == ["collection", "documents", "dims", "space", "holds"]
+        rows = {
+            parts[0]: parts
+            for parts in (line.split() for line in text.splitlines())
+            if parts and parts[0] in ("agent_memory", "notes")
+        }
+        assert rows["agent_memory"][1:4] == ["9", "8", "cosine"]  # its embedding's space
+        assert rows["notes"][1:4] == ["1", "8", "cosine"]
         await pilot.press("down", "enter")
         await pilot.pause()
     assert picker.return_value == "notes"

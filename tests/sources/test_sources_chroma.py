@@ -95,6 +95,70 @@ def test_deleted_documents_are_hidden_records_and_the_counted_gap(chroma):
         )
 
 
+def test_the_tiers_are_counted_apart_from_their_scopes_and_agree_with_them(chroma):
+    with open_source(chroma) as source:
+        assert source.quick_tier_counts  # the app shows the tier first, the scopes follow
+        assert source.tier_counts() == {COLLECTION: 9}
+        assert source.tier_counts(include_hidden=True) == {COLLECTION: 11}
+        for hidden in (False, True):
+            facets = source.facets(include_hidden=hidden)
+            assert source.tier_counts(include_hidden=hidden) == {f.tier: f.count for f in facets}
+
+
+def test_scope_counts_read_from_the_index_equal_those_of_a_folder_of_two_collections(tmp_path):
+    # one collection: counted from embedding_metadata alone; two: joined to the segment's rows
+    alone = make_chroma_folder(tmp_path / "one" / "chroma")
+    shared = make_chroma_folder(tmp_path / "two" / "chroma", second=True)
+    with open_source(alone) as one, open_source(shared, options={"collection": COLLECTION}) as two:
+        assert one._segment_holds_all() and not two._segment_holds_all()
+        for hidden in (False, True):
+            assert one.facets(include_hidden=hidden) == two.facets(include_hidden=hidden)
+        assert one.facets()[0].scopes == {
+            "agent_id": {"helper": 2, "planner": 1},
+            "run_id": {"r1": 2, "r2": 1},
+            "user_id": {"alice": 4, "bob": 3, "carol": 1},
+        }
+        assert one.facets({"user_id": "bob"})[0].scopes["agent_id"] == {"helper": 1}
+    with open_source(shared, options={"collection": "notes"}) as notes:
+        assert notes.facets()[0].count == 1 and notes.facets()[0].scopes == {}
+
+
+def test_get_many_reads_live_and_deleted_documents_at_once(chroma):
+    with open_source(chroma) as source:
+        wanted = ["chroma:m03", "chroma:m10", "chroma:nope", "m01", "chroma:m07"]
+        found = source.get_many(wanted)
+        assert sorted(found) == ["chroma:m03", "chroma:m07", "chroma:m10"]
+        assert found["chroma:m10"].state == "deleted" and found["chroma:m03"].state == "live"
+        for record_id, record in found.items():
+            assert source.get(record_id) == record
+
+
+def test_collections_name_their_space_as_chromadb_keeps_it(tmp_path):
+    import chromadb
+
+    from memtui.sources.chroma import folder_collections
+    from memtui.sources.chroma.folder import collection_space
+
+    folder = tmp_path / "spaces"
+    client = chromadb.PersistentClient(path=str(folder), settings=quiet_settings())
+    try:
+        client.create_collection("plain", embedding_function=None)
+        client.create_collection(
+            "angles", embedding_function=None, metadata={"hnsw:space": "cosine"}
+        )
+        client.create_collection(
+            "inner", embedding_function=None, configuration={"hnsw": {"space": "ip"}}
+        )
+    finally:
+        client.close()
+    spaces = {c.name: c.distance for c in folder_collections(folder)}
+    assert spaces == {"angles": "cosine", "inner": "ip", "plain": "l2"}
+    # older chromadb: no schema, the space in the metadata or the configuration
+    assert collection_space(None, "cosine", None) == "cosine"
+    assert collection_space(None, None, '{"hnsw": {"space": "ip"}}') == "ip"
+    assert collection_space("not json", None, "{}") == "l2"
+
+
 def test_reading_changes_no_byte_of_the_folder(chroma, tmp_path):
     before = tree_digest(chroma)
     with open_source(chroma, clock=fixed_clock) as source:
@@ -296,3 +360,72 @@ def test_cli_forget_gaps_vacuums_a_gap_that_names_no_document(tmp_path, monkeypa
     assert purged_text(5).encode() not in every_file(folder)
     again = CliRunner().invoke(main, argv)
     assert again.exit_code == 0 and "no erasure gap" in again.output
+
+
+AGENT = """
+import sys, warnings
+warnings.simplefilter("ignore")
+import chromadb
+from chromadb.config import Settings
+client = chromadb.PersistentClient(path=sys.argv[1], settings=Settings(anonymized_telemetry=False))
+client.get_collection(sys.argv[2], embedding_function=None).count()
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_running_chromadb_client_makes_every_write_wait_for_it_to_stop(chroma):
+    """A client in another process keeps the folder's files open (and its HNSW index in
+    memory, which it writes back): memtui refuses to write, and writes once it is gone."""
+    import subprocess
+
+    from memtui.sources.chroma.live import folder_openers
+
+    agent = subprocess.Popen(
+        [sys.executable, "-c", AGENT, str(chroma), COLLECTION],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert agent.stdout is not None and agent.stdout.readline().strip() == "ready"
+        assert folder_openers(chroma) == [agent.pid]
+        before = tree_digest(chroma)  # the client writes the folder too, as it opens
+        with open_source(chroma, allow_writes=True, clock=fixed_clock) as source:
+            for write in (
+                lambda: source.forget("chroma:m07", reason="asked"),
+                lambda: source.forget_scope(scope=("user_id", "bob"), reason="asked"),
+                lambda: source.forget_gaps(reason="asked"),
+            ):
+                with pytest.raises(SourceError) as refused:
+                    write()
+                assert str(refused.value).startswith(
+                    f"the agent is live: process {agent.pid} has files of {chroma} open"
+                )
+                assert "stop the agent first" in str(refused.value)
+            assert source.audit_events() == []  # refused before any intent
+        assert tree_digest(chroma) == before  # memtui wrote nothing
+    finally:
+        agent.communicate("")
+    assert folder_openers(chroma) == []
+    with open_source(chroma, allow_writes=True, clock=fixed_clock) as source:
+        assert source.forget("chroma:m07", reason="asked").verified
+
+
+def test_open_files_are_found_by_proc_fd_links(tmp_path):
+    from memtui.sources.chroma.live import folder_openers
+
+    folder = tmp_path / "chroma"
+    folder.mkdir()
+    assert folder_openers(folder, proc=tmp_path / "no-proc") is None  # cannot be told
+    proc = tmp_path / "proc"
+    for pid, target in (
+        (11, folder / "chroma.sqlite3"),
+        (12, tmp_path / "elsewhere"),
+        (13, folder),
+    ):
+        (proc / str(pid) / "fd").mkdir(parents=True)
+        (proc / str(pid) / "fd" / "3").symlink_to(target)
+    (proc / "self" / "fd").mkdir(parents=True)
+    (proc / "14").mkdir()  # a process whose fd folder cannot be read
+    assert folder_openers(folder, proc=proc) == [11, 13]

@@ -7,9 +7,11 @@ older Chroma's ``index_metadata.pickle`` is never unpickled).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from memtui.sources.base import SourceError
 from memtui.sources.foreign_store import uri_for
@@ -68,12 +70,19 @@ class ChromaCollectionChoice(CollectionChoiceError):
 
 
 def folder_collections(folder: Path) -> list[CollectionInfo]:
-    """Every collection of the folder with its record count and dimension."""
+    """Every collection of the folder with its document count, dimension and space."""
+    sqlite = folder / SQLITE_NAME
+    columns = {str(r[1]) for r in read_rows(sqlite, "PRAGMA table_info(collections)")}
+    optional = ", ".join(
+        f"c.{name}" if name in columns else "NULL" for name in ("schema_str", "config_json_str")
+    )
     rows = read_rows(
-        folder / SQLITE_NAME,
+        sqlite,
         "SELECT c.name, c.dimension, "
         "(SELECT count(*) FROM embeddings AS e JOIN segments AS s ON s.id = e.segment_id "
-        " WHERE s.collection = c.id AND s.scope = 'METADATA') "
+        " WHERE s.collection = c.id AND s.scope = 'METADATA'), "
+        "(SELECT m.str_value FROM collection_metadata AS m WHERE m.collection_id = c.id "
+        f" AND m.key = 'hnsw:space'), {optional} "
         "FROM collections AS c ORDER BY c.name",
     )
     return [
@@ -81,11 +90,45 @@ def folder_collections(folder: Path) -> list[CollectionInfo]:
             name=str(name),
             points=int(count) if isinstance(count, int) else None,
             dim=int(dim) if isinstance(dim, int) else None,
-            distance=None,
+            distance=collection_space(schema, legacy, config),
             kind="chroma",
         )
-        for name, dim, count in rows
+        for name, dim, count, legacy, schema, config in rows
     ]
+
+
+DEFAULT_SPACE = "l2"
+"""Chroma's distance when a collection names none (``hnsw:space`` unset)."""
+
+
+def collection_space(schema: object, legacy: object, config: object) -> str:
+    """A collection's distance (``l2``, ``cosine``, ``ip``): chromadb 1.x keeps it in the
+    collection's schema (``#embedding``'s vector index), older ones in its ``hnsw:space``
+    metadata or its configuration's ``hnsw`` part; none named is Chroma's default."""
+    space = _json_path(schema, "keys", "#embedding", "float_list", "vector_index", "config")
+    for found in (
+        space.get("space") if isinstance(space, dict) else None,
+        legacy,
+        (_json_path(config, "hnsw") or {}).get("space"),
+    ):
+        if isinstance(found, str) and found:
+            return found
+    return DEFAULT_SPACE
+
+
+def _json_path(text: object, *keys: str) -> dict[str, Any] | None:
+    """The object at ``keys`` in the JSON ``text``; None when it is not there."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        value: Any = json.loads(text)
+    except ValueError:
+        return None
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value if isinstance(value, dict) else None
 
 
 def choose_collection(folder: Path, wanted: str | None) -> CollectionInfo:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -325,6 +325,13 @@ class ChromaReads(ForeignSqliteSource):
             )
         ]
 
+    #: the tiers (one: the collection) are counted from the snapshot, the scopes follow
+    quick_tier_counts = True
+
+    def tier_counts(self, *, include_hidden: bool = False) -> dict[str, int]:
+        snap = self._current()
+        return {self.info.name: snap.live_count + (len(snap.deleted) if include_hidden else 0)}
+
     def facets(
         self, filters: Mapping[str, Any] | None = None, *, include_hidden: bool = False
     ) -> list[TierFacet]:
@@ -332,18 +339,14 @@ class ChromaReads(ForeignSqliteSource):
         if not possible:
             return []
         where, params = self._scope_sql(wanted)
-        count = int(
-            self.query(f"SELECT count(*) {self._LIVE}{where}", (self.segment_id, *params))[0][0]
-        )
+        if where:
+            count = int(
+                self.query(f"SELECT count(*) {self._LIVE}{where}", (self.segment_id, *params))[0][0]
+            )
+        else:
+            count = self._current().live_count
         scopes: dict[str, dict[str, int]] = {}
-        marks = ",".join("?" * len(SCOPE_KEYS))
-        for key, value, n in self.query(
-            "SELECT m.key, m.string_value, count(*) FROM embeddings AS e "
-            "JOIN embedding_metadata AS m ON m.id = e.id "
-            f"WHERE e.segment_id = ?{where} AND m.key IN ({marks}) "
-            "AND m.string_value IS NOT NULL GROUP BY m.key, m.string_value",
-            (self.segment_id, *params, *SCOPE_KEYS),
-        ):
+        for key, value, n in self._scope_counts(where, params):
             scopes.setdefault(str(key), {})[str(value)] = int(n)
         if include_hidden:
             for record in self._deleted_matching(wanted):
@@ -360,6 +363,36 @@ class ChromaReads(ForeignSqliteSource):
                 scopes={k: dict(sorted(v.items())) for k, v in sorted(scopes.items())},
             )
         ]
+
+    def _scope_counts(self, where: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """(key, value, live documents) of the scope keys under the ``_scope_sql`` filter.
+
+        Unfiltered, when this collection's segment holds every document of the folder (a
+        folder of one collection), the counts are read from Chroma's own index on
+        ``embedding_metadata (key, string_value)`` alone: at 100,000 documents 10 ms,
+        where the join to ``embeddings`` that picks the segment's rows takes 0.5 s.
+        """
+        marks = ",".join("?" * len(SCOPE_KEYS))
+        if not where and self._segment_holds_all():
+            return self.query(
+                "SELECT m.key, m.string_value, count(*) FROM embedding_metadata AS m "
+                f"WHERE m.key IN ({marks}) AND m.string_value IS NOT NULL "
+                "GROUP BY m.key, m.string_value",
+                SCOPE_KEYS,
+            )
+        return self.query(
+            "SELECT m.key, m.string_value, count(*) FROM embeddings AS e "
+            "JOIN embedding_metadata AS m ON m.id = e.id "
+            f"WHERE e.segment_id = ?{where} AND m.key IN ({marks}) "
+            "AND m.string_value IS NOT NULL GROUP BY m.key, m.string_value",
+            (self.segment_id, *params, *SCOPE_KEYS),
+        )
+
+    def _segment_holds_all(self) -> bool:
+        """Whether every row of ``embeddings`` is this collection's (its metadata rows then
+        are every metadata row: Chroma deletes them with their document)."""
+        every = int(self.query("SELECT count(*) FROM embeddings")[0][0])
+        return every == self._current().live_count
 
     def _live_key(self, eid: str) -> int | None:
         rows = self.query(
@@ -410,19 +443,36 @@ class ChromaReads(ForeignSqliteSource):
         return Page.of(records, limit)
 
     def get(self, record_id: str) -> SourceRecord | None:
-        parts = decode_id(ID_PREFIX, record_id, 1)
-        if parts is None:
-            return None
-        rows = self.query(
-            "SELECT id, embedding_id, seq_id, created_at FROM embeddings "
-            "WHERE segment_id = ? AND embedding_id = ?",
-            (self.segment_id, parts[0]),
-        )
-        if rows:
-            return self._live_records(rows)[0]
-        snap = self._current()
-        at = snap.deleted_by_id.get(record_id)
-        return None if at is None else snap.deleted[at]
+        return next(iter(self.get_many([record_id]).values()), None)
+
+    def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
+        """Records by id, the live ones read with one query per 500 (a search reads its
+        candidates' dates: one ``get`` each took half its time)."""
+        wanted: dict[str, str] = {}
+        for record_id in record_ids:
+            parts = decode_id(ID_PREFIX, record_id, 1)
+            if parts is not None:
+                wanted[parts[0]] = record_id
+        out: dict[str, SourceRecord] = {}
+        eids = list(wanted)
+        for start in range(0, len(eids), 500):
+            chunk = eids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.query(
+                "SELECT id, embedding_id, seq_id, created_at FROM embeddings "
+                f"WHERE segment_id = ? AND embedding_id IN ({marks})",
+                (self.segment_id, *chunk),
+            )
+            for record in self._live_records(rows):
+                out[record.id] = record
+        missing = [r for r in wanted.values() if r not in out]
+        if missing:
+            snap = self._current()
+            for record_id in missing:
+                at = snap.deleted_by_id.get(record_id)
+                if at is not None:
+                    out[record_id] = snap.deleted[at]
+        return out
 
     def id_hint(self, record_id: str) -> str | None:
         if decode_id(ID_PREFIX, record_id, 1) is not None:

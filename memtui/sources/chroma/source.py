@@ -11,6 +11,11 @@ forget through chromadb and the removal of every copy its delete leaves.
 - ``forget_gaps`` does the same (without chromadb: the documents are gone from
   the collection already) for every document Chroma deleted whose text is still
   in the file, and VACUUMs away the free pages.
+- While another process has the folder's files open (a running chromadb client:
+  ``memtui.sources.chroma.live``) every write is refused before anything is
+  written: that client holds the collection's HNSW index in memory and writes it
+  back (the forgotten vectors with it), and the segment files memtui zeroes are
+  the ones it has open.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from memtui.sources.base import (
 from memtui.sources.capabilities import GapClearable
 from memtui.sources.chroma.folder import INSTALL_HINT, SQLITE_NAME
 from memtui.sources.chroma.hnsw import folder_slacks
+from memtui.sources.chroma.live import folder_openers
 from memtui.sources.chroma.read import DELETE, ID_PREFIX, ChromaReads
 from memtui.sources.foreign import BYTE_CHECK_LIMIT, Erasure, GapsOutcome
 
@@ -217,7 +223,19 @@ class ChromaSource(ChromaReads, GapClearable):
 
     # -- forget
 
+    def _require_writable(self) -> None:
+        super()._require_writable()
+        openers = folder_openers(self.folder)
+        if openers:
+            raise SourceError(
+                f"the agent is live: process {', '.join(map(str, openers))} has files of "
+                f"{self.folder} open (a running chromadb client); memtui will not write to a "
+                "Chroma folder a client holds (it keeps the vector index in memory and writes "
+                "it back) - stop the agent first, then run the forget again"
+            )
+
     def forget(self, record_id: str, *, reason: str, operator: str | None = None) -> ForgetOutcome:
+        self._require_writable()
         record = self.get(record_id)
         if record is not None and record.state == "live" and not self.read_only:
             chromadb_module()  # refused before any intent when chromadb is missing
@@ -232,7 +250,8 @@ class ChromaSource(ChromaReads, GapClearable):
         operator: str | None = None,
     ) -> ForgetOutcome:
         key, value = scope_of(engagement, scope)
-        if not self.read_only and key in self.scope_keys:
+        self._require_writable()
+        if key in self.scope_keys:
             if any(r.state == "live" for r in self.scope_records(key, value)):
                 chromadb_module()
         return super().forget_scope(

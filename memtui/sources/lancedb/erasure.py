@@ -10,10 +10,14 @@ and every older version keeps referencing that file. A forget therefore
    above 10%),
 3. removes every older version and the files only they referenced
    (``cleanup_old_versions(older_than=0)``), and
-4. checks: one version left, every data and deletion file referenced by it,
-   and no file under the table folder holding the forgotten bytes.
+4. checks: no version older than the rewrite left, no older data file that no
+   version references, the fragments that held the rows gone, and no file under
+   the table folder holding the forgotten bytes.
 
-A concurrent writer's commit conflict is retried (``RETRIES``), then reported.
+A concurrent writer (an agent appending or deleting while the forget runs) is
+expected: its commit conflicts are retried (``RETRIES``), then reported, and what
+it commits meanwhile is kept (``verify`` tells its versions and files from the
+ones the forget must remove).
 """
 
 from __future__ import annotations
@@ -95,7 +99,14 @@ def _predicate(column: str, keys: Sequence[Any]) -> str:
 
 
 def rewrite(path: Path) -> dict[str, Any]:
-    """Rewrite every fragment with deletions, then remove every older version."""
+    """Rewrite every fragment with deletions, then remove every older version.
+
+    ``floor`` (in the details) is the table's version once the rewrite committed: every
+    version before it may still reference a fragment that held a deleted row, so none
+    may be left; versions another writer commits later reference only fragments made
+    after it. Unreferenced files younger than lance's own margin (7 days) are kept
+    (``delete_unverified`` off): another writer's files not yet committed look so.
+    """
     details: dict[str, Any] = {}
 
     def compact() -> Any:
@@ -105,6 +116,7 @@ def rewrite(path: Path) -> dict[str, Any]:
 
     metrics = _retried("rewriting fragments", path, compact)
     details["fragments_rewritten"] = int(getattr(metrics, "fragments_removed", 0))
+    details["floor"] = int(_dataset(path).version)
 
     def cleanup() -> Any:
         return _dataset(path).cleanup_old_versions(older_than=timedelta(0))
@@ -115,17 +127,60 @@ def rewrite(path: Path) -> dict[str, Any]:
     return details
 
 
-def verify(path: Path, probes: Sequence[bytes]) -> dict[str, bool]:
-    """One version left, no file it does not reference, no file holding ``probes``."""
+def held_files(path: Path, column: str, keys: Sequence[Any]) -> set[str]:
+    """The data files of the fragments holding the rows of ``keys`` (before their delete)."""
+    if not keys:
+        return set()
     dataset = _dataset(path)
-    fragments = dataset.get_fragments()
-    referenced = {f.path for frag in fragments for f in frag.data_files()}
-    deletions = [frag.metadata.deletion_file for frag in fragments]
-    data_files = {p.name for p in (path / "data").glob("*") if p.is_file()}
+    out: set[str] = set()
+    if column == "_rowid":  # a row id is its fragment's id, then its offset (32 bits each)
+        wanted = {int(k) >> 32 for k in keys}
+        fragments = [f for f in dataset.get_fragments() if f.fragment_id in wanted]
+    else:
+        predicate = _predicate(column, keys)
+        fragments = [f for f in dataset.get_fragments() if f.count_rows(predicate)]
+    for fragment in fragments:
+        out.update(Path(f.path).name for f in fragment.data_files())
+    return out
+
+
+def verify(
+    path: Path,
+    probes: Sequence[bytes],
+    *,
+    floor: int | None = None,
+    since: float | None = None,
+    held: set[str] | None = None,
+) -> dict[str, bool]:
+    """No version older than ``floor`` (None: one version left), no data file older than
+    ``since`` that no version references, the fragments that ``held`` the forgotten rows
+    gone (None: no deleted row masked in the latest version), no file holding ``probes``.
+
+    Another writer may commit while a forget runs: its versions (after ``floor``) and the
+    files it is writing (after ``since``) are its own, and a row it deletes is its gap.
+    """
+    dataset = _dataset(path)
+    versions = [int(v["version"]) for v in dataset.versions()]
+    referenced: set[str] = set()
+    for version in versions:
+        view = dataset if version == dataset.version else dataset.checkout_version(version)
+        for fragment in view.get_fragments():
+            referenced.update(Path(f.path).name for f in fragment.data_files())
+    files = [p for p in (path / "data").glob("*") if p.is_file()]
+    stray = [
+        p
+        for p in files
+        if p.name not in referenced and (since is None or p.stat().st_mtime < since)
+    ]
+    if held is None:
+        deletions = [frag.metadata.deletion_file for frag in dataset.get_fragments()]
+        rows_gone = not any(d is not None and d.num_deleted_rows for d in deletions)
+    else:
+        rows_gone = not held & (referenced | {p.name for p in files})
     checks = {
-        "one_version_left": len(dataset.versions()) == 1,
-        "no_unreferenced_data_files": data_files <= {Path(r).name for r in referenced},
-        "no_deleted_rows_left": not any(d is not None and d.num_deleted_rows for d in deletions),
+        "older_versions_gone": len(versions) == 1 if floor is None else min(versions) >= floor,
+        "no_unreferenced_data_files": not stray,
+        "no_deleted_rows_left": rows_gone,
     }
     useful = [p for p in probes if len(p) >= 8]
     if useful:
@@ -134,19 +189,31 @@ def verify(path: Path, probes: Sequence[bytes]) -> dict[str, bool]:
 
 
 def files_holding(path: Path, probes: Sequence[bytes]) -> list[Path]:
-    """The files under ``path`` that hold any of ``probes``."""
-    return [f for f in folder_files(path) if any(p in f.read_bytes() for p in probes)]
+    """The files under ``path`` that hold any of ``probes`` (one another writer removes
+    while they are read, its commit's temporary files, holds nothing)."""
+    out = []
+    for found in folder_files(path):
+        try:
+            data = found.read_bytes()
+        except FileNotFoundError:
+            continue
+        if any(p in data for p in probes):
+            out.append(found)
+    return out
 
 
 def delete_and_rewrite(
     path: Path, column: str, keys: Sequence[Any], probes: Sequence[bytes]
 ) -> Result:
     result = Result()
+    since = time.time()
+    held = held_files(path, column, keys)
     if keys:
         predicate = _predicate(column, keys)
         _retried("deleting rows", path, lambda: _dataset(path).delete(predicate))
     result.details.update(rewrite(path))
-    result.checks.update(verify(path, probes))
+    floor = result.details.pop("floor")
+    result.checks.update(verify(path, probes, floor=floor, since=since, held=held))
     return result
 
 
@@ -229,15 +296,16 @@ def forget_gaps(source: LanceSource, *, reason: str, operator: str | None) -> Ga
     counts = gaps(path, source.key_column, source.text or "")
     if not before and not counts["deleted_rows_in_fragments"]:
         raise SourceError("no erasure gap: no deleted row is left on file")
-    live = {r.content for r in source._current().records}
+    live = source._current().contents(source.text)
     probes = [t.encode("utf-8")[:256] for t in before.values() if t and t not in live]
     if source.key_column != "_rowid":
         probes.extend(k.encode("utf-8") for k in before)
     ids = sorted(f"lance:{k}" for k in before)
 
     def erase() -> Erasure:
+        since = time.time()
         details = rewrite(path)
-        checks = verify(path, probes)
+        checks = verify(path, probes, floor=details.pop("floor"), since=since)
         source._reload()
         return Erasure(checks=checks, details={**counts, **details}, removed=[])
 

@@ -1,7 +1,8 @@
 """``LanceSource``: one LanceDB table behind the ``MemorySource`` interface.
 
-The table is read once per version (every row, the vectors kept for memtui's
-index), paged and filtered in memory; a forget runs ``erasure``.
+The table is read once per version (``snapshot``: the columns in Arrow, the
+vectors as one matrix for memtui's index, rows decoded when shown), paged and
+filtered in memory; a forget runs ``erasure``.
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import bisect
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from memtui.sources.lancedb.rows import (
     text_column,
     vector_column,
 )
+from memtui.sources.lancedb.snapshot import TableSnapshot
 from memtui.sources.qdrant.collections import CollectionChoiceError
 from memtui.sources.qdrant.filters import list_filter_sql, matches
 
@@ -62,16 +63,6 @@ class TableChoiceError(CollectionChoiceError):
         return str(self.args[0])
 
 
-@dataclass
-class _Snapshot:
-    records: list[SourceRecord] = field(default_factory=list)
-    ids: list[str] = field(default_factory=list)
-    by_id: dict[str, SourceRecord] = field(default_factory=dict)
-    keys: dict[str, Any] = field(default_factory=dict)
-    vectors: dict[str, bytes] = field(default_factory=dict)
-    version: int | None = None
-
-
 class LanceSource(ForeignSource):
     """A LanceDB table (crewAI's ``memories``, or any other)."""
 
@@ -80,6 +71,7 @@ class LanceSource(ForeignSource):
     hidden_state = "expired"
     id_prefix = ID_PREFIX
     write_capabilities = frozenset({"forget", "forget_scope"})
+    _snap: TableSnapshot
 
     def __init__(
         self,
@@ -111,7 +103,6 @@ class LanceSource(ForeignSource):
         self.forget_scope_keys = self.scope_keys
         if not self.crewai:
             self.write_capabilities = frozenset({"forget"})
-        self._snap = _Snapshot()
         super().__init__(
             folder,
             read_only=read_only,
@@ -160,12 +151,12 @@ class LanceSource(ForeignSource):
         base = super().summary()
         counts = dict(base.counts)
         snap = self._current()
-        counts["rows"] = len(snap.records)
+        counts["rows"] = len(snap)
         gaps = self.gap_counts()
         counts.update({k: v for k, v in gaps.items() if v})
         vector = f"{self.vector[0]} ({self.vector[1]} dims)" if self.vector else "none"
         notes = [
-            f"table {self.table}: {len(snap.records)} rows, version {snap.version}, "
+            f"table {self.table}: {len(snap)} rows, version {snap.version}, "
             f"text column {self.text or 'none'}, vector column {vector}",
             *erasure.gap_notes(gaps),
             *base.notes,
@@ -205,41 +196,31 @@ class LanceSource(ForeignSource):
         with self._lock:
             dataset = lance.dataset(str(self.table_path))
             data = dataset.to_table(with_row_id=self.key_column == ROWID)
-            vectors: dict[str, bytes] = {}
-            if self.vector is not None and data.num_rows:
-                matrix = np.asarray(
-                    data.column(self.vector[0]).combine_chunks().flatten(), dtype="<f4"
-                ).reshape(data.num_rows, self.vector[1])
+            matrix = None
+            if self.vector is not None:
+                if data.num_rows:
+                    matrix = np.asarray(
+                        data.column(self.vector[0]).combine_chunks().flatten(), dtype="<f4"
+                    ).reshape(data.num_rows, self.vector[1])
                 data = data.drop_columns([self.vector[0]])
-            else:
-                matrix = None
-            skip = {ROWID}
-            records = []
-            keys: dict[str, Any] = {}
-            for index, row in enumerate(data.to_pylist()):
-                key = row.get(self.key_column)
-                if self.crewai:
-                    record = crewai_record(row, str(key))
-                else:
-                    record = table_record(
-                        row, str(key), table=self.table, text=self.text, skip=skip
-                    )
-                records.append(record)
-                keys[record.id] = key
-                if matrix is not None:
-                    vectors[record.id] = matrix[index].tobytes()
-            records.sort(key=lambda r: r.id)
-            self._snap = _Snapshot(
-                records=records,
-                ids=[r.id for r in records],
-                by_id={r.id: r for r in records},
-                keys=keys,
-                vectors=vectors,
+            self._snap = TableSnapshot(
+                data,
+                key_column=self.key_column,
+                decode=self._decode,
+                tier=self.tiers[0],
+                record_type="memory" if self.crewai else "row",
+                crewai=self.crewai,
+                matrix=matrix,
                 version=dataset.version,
             )
             self._snap_key = self.state_key()
 
-    def _current(self) -> _Snapshot:
+    def _decode(self, row: Mapping[str, Any], key: str) -> SourceRecord:
+        if self.crewai:
+            return crewai_record(row, key)
+        return table_record(row, key, table=self.table, text=self.text, skip={ROWID})
+
+    def _current(self) -> TableSnapshot:
         with self._lock:
             if self.state_key() != getattr(self, "_snap_key", None):
                 self._reload()
@@ -253,42 +234,61 @@ class LanceSource(ForeignSource):
     def _select(
         self, filters: Mapping[str, Any] | None, include_hidden: bool, start: int = 0
     ) -> Iterator[SourceRecord]:
-        checked = self.check_filters(filters)
-        for record in self._current().records[start:]:
-            if matches(record, checked):
-                yield record
+        return self._current().select(self.check_filters(filters), start)
 
     def cache_filter_sql(self) -> FilterSql:
         return list_filter_sql(set(self.list_scope_keys))
 
     def record_count(self) -> int:
-        return len(self._current().records)
+        return len(self._current())
 
     def fingerprint(self) -> str:
         snap = self._current()
-        return fingerprint_text([self.kind, self.table, self._snap_key, len(snap.records)])
+        return fingerprint_text([self.kind, self.table, self._snap_key, len(snap)])
+
+    #: the row count is known at once; the scopes are counted from the columns after
+    quick_tier_counts = True
+
+    def tier_counts(self, *, include_hidden: bool = False) -> dict[str, int]:
+        count = len(self._current())
+        return {self.tiers[0]: count} if count else {}
 
     def facets(
         self, filters: Mapping[str, Any] | None = None, *, include_hidden: bool = False
     ) -> list[TierFacet]:
-        tiers: dict[str, int] = {}
-        scopes: dict[str, dict[str, int]] = {}
+        checked = self.check_filters(filters)
+        snap = self._current()
         tier = self.tiers[0]
-        for record in self._select(filters, include_hidden):
-            tiers[record.tier] = tiers.get(record.tier, 0) + 1
+        if not checked:
+            if not len(snap):
+                return []
+            scopes = snap.scope_counts()
+            return [
+                TierFacet(
+                    tier=tier,
+                    count=len(snap),
+                    scopes={k: dict(sorted(v.items())) for k, v in sorted(scopes.items())},
+                )
+            ]
+        count = 0
+        counted: dict[str, dict[str, int]] = {}
+        for row in snap.scopes():
+            if not matches(row, checked):
+                continue
+            count += 1
             for key in self.scope_keys:
-                value = record.scope.get(key)
+                value = row.scope.get(key)
                 values = value if isinstance(value, list) else [value]
                 for item in dict.fromkeys(str(v) for v in values if v is not None):
-                    counts = scopes.setdefault(key, {})
-                    counts[item] = counts.get(item, 0) + 1
-        if tier not in tiers:
+                    bucket = counted.setdefault(key, {})
+                    bucket[item] = bucket.get(item, 0) + 1
+        if not count:
             return []
         return [
             TierFacet(
                 tier=tier,
-                count=tiers[tier],
-                scopes={k: dict(sorted(v.items())) for k, v in sorted(scopes.items())},
+                count=count,
+                scopes={k: dict(sorted(v.items())) for k, v in sorted(counted.items())},
             )
         ]
 
@@ -310,11 +310,13 @@ class LanceSource(ForeignSource):
         return Page.of(self._select(filters, include_hidden, start), limit)
 
     def get(self, record_id: str) -> SourceRecord | None:
-        return self._current().by_id.get(str(record_id))
+        return self._current().get(str(record_id))
 
     def get_many(self, record_ids: Iterable[str]) -> dict[str, SourceRecord]:
         snap = self._current()
-        return {str(i): snap.by_id[str(i)] for i in record_ids if str(i) in snap.by_id}
+        wanted = [str(i) for i in record_ids if str(i) in snap.row_of]
+        records = snap.records_at([snap.row_of[i] for i in wanted])
+        return dict(zip(wanted, records, strict=True))
 
     def id_hint(self, record_id: str) -> str | None:
         if key_of(record_id) is not None:
@@ -325,7 +327,7 @@ class LanceSource(ForeignSource):
         return f"a {self.kind_label} record's id is {ID_PREFIX}:ID, as `memtui records` lists it"
 
     def notes(self, record: SourceRecord) -> str:
-        return f"row {self._current().keys.get(record.id)}"
+        return f"row {self._current().key_of(record.id)}"
 
     def detail(self, record_id: str) -> list[DetailSection]:
         record = self.get(record_id)
@@ -354,7 +356,11 @@ class LanceSource(ForeignSource):
     # -- search: memtui's index, the table's own vectors
 
     def cache_vectors(self) -> dict[str, bytes]:
-        return dict(self._current().vectors)
+        snap = self._current()
+        if snap.matrix is None:
+            return {}
+        ids = [f"{ID_PREFIX}:{k}" for k in snap.keys]
+        return {rid: snap.matrix[n].tobytes() for n, rid in enumerate(ids)}
 
     # -- forget
 
@@ -369,25 +375,25 @@ class LanceSource(ForeignSource):
         }
 
     def scope_records(self, key: str, value: str) -> list[SourceRecord]:
-        return [r for r in self._current().records if matches(r, {key: value})]
+        return list(self._current().select({key: value}))
 
     def _apply_forget(self, record: SourceRecord) -> dict[str, Any]:
         return self._apply_forget_many([record])
 
     def _apply_forget_many(self, records: Sequence[SourceRecord]) -> dict[str, Any]:
         snap = self._current()
-        keys = [snap.keys[r.id] for r in records if r.id in snap.keys]
+        keys = [snap.key_of(r.id) for r in records if r.id in snap.row_of]
         probes = [r.content.encode("utf-8")[:256] for r in records if r.content]
         probes.extend(str(k).encode("utf-8") for k in keys if self.key_column != ROWID)
-        live = {r.content for r in snap.records if r.id not in {x.id for x in records}}
+        live = snap.contents(self.text, skip={snap.row_of[r.id] for r in records})
         probes = [p for p in probes if p.decode("utf-8", "replace") not in live]
         result = erasure.delete_and_rewrite(self.table_path, self.key_column, keys, probes)
-        before = len(snap.records)
+        before = len(snap)
         self._reload()
         if self.key_column == ROWID:  # row ids move when fragments are rewritten: count
-            gone = len(self._snap.records) == before - len(keys)
+            gone = len(self._snap) == before - len(keys)
         else:
-            gone = all(r.id not in self._snap.by_id for r in records)
+            gone = all(r.id not in self._snap.row_of for r in records)
         return {
             "removed": [r.id for r in records],
             "checks": {"rows_gone": gone, **result.checks},

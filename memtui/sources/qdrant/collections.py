@@ -80,7 +80,8 @@ class CollectionInfo:
         points = "?" if self.points is None else str(self.points)
         dims = "?" if self.dim is None else str(self.dim)
         if self.kind == "chroma":
-            return f"{self.name} ({points} documents, {dims} dims; Chroma collection)"
+            space = self.distance or "?"
+            return f"{self.name} ({points} documents, {dims} dims, {space}; Chroma collection)"
         label = KIND_LABELS.get(self.kind, "Qdrant collection")
         return f"{self.name} ({points} points, {dims} dims, {self.distance or '?'}; {label})"
 

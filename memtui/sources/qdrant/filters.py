@@ -7,13 +7,25 @@ element is one of the wanted values.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from memtui.sources.base import SourceRecord
 from memtui.sources.cache import FilterSql
 
 
-def matches(record: SourceRecord, filters: Mapping[str, Any]) -> bool:
+class Scoped(Protocol):
+    """What a filter looks at: a record (or a row not yet decoded into one)."""
+
+    @property
+    def tier(self) -> str: ...
+
+    @property
+    def record_type(self) -> str: ...
+
+    @property
+    def scope(self) -> Mapping[str, Any]: ...
+
+
+def matches(record: Scoped, filters: Mapping[str, Any]) -> bool:
     """Whether ``record`` has every filter's value (None: has none)."""
     for key, value in filters.items():
         if key == "tier":
