@@ -55,7 +55,7 @@ def main(ctx: click.Context) -> None:
     "embedder_name",
     default=None,
     metavar="NAME",
-    help="Query embedder for a foreign store's vectors (hash, hash-N or module:callable).",
+    help="Query embedder for a foreign store's vectors (hash, hash-N, minilm or module:callable).",
 )
 def open_command(
     db: Path | None,
@@ -97,7 +97,7 @@ def open_command(
     "--embedder",
     default=DEFAULT_EMBEDDER_NAME,
     show_default=True,
-    help="none, hash, hash-N, or module:callable.",
+    help="none, hash, hash-N, minilm, or module:callable.",
 )
 @operator_option
 def ingest(corpus: Path, db: Path, embedder: str, operator: str | None) -> None:

@@ -512,7 +512,7 @@ def print_explanation(
     "--embedder",
     "embedder_name",
     required=True,
-    help="none (drop vectors), hash, hash-N, or module:callable.",
+    help="none (drop vectors), hash, hash-N, minilm, or module:callable.",
 )
 @operator_option
 def reindex(db: Path, embedder_name: str, operator: str | None) -> None:

@@ -3,7 +3,9 @@
 The built-in embedder hashes words into a fixed-size vector. It keeps
 vocabulary, not meaning: "sqli" and "sql injection" share nothing unless they
 share words. It exists so that both search lanes run offline, deterministically,
-with no model download; plug in a real model with ``module:callable``.
+with no model download. The built-in ``minilm`` (all-MiniLM-L6-v2, the ``semantic``
+extra, ``memtui.core.semantic``) keeps meaning; any other model plugs in with
+``module:callable``.
 """
 
 from __future__ import annotations
@@ -15,9 +17,15 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from memtui.core.semantic import MiniLMEmbedder, is_minilm_name, unavailable_reason
+
 
 class EmbedderError(Exception):
     """An embedder could not be found, loaded or run."""
+
+
+class EmbedderUnavailable(EmbedderError):
+    """A built-in embedder whose packages are not installed (the message says which)."""
 
 
 @runtime_checkable
@@ -124,10 +132,18 @@ def embedder_spec(embedder: object) -> str | None:
     return embedder.spec if isinstance(embedder, LoadedEmbedder) else None
 
 
-def builtin_embedder(name: str) -> HashEmbedder | None:
-    """The built-in embedder called ``name`` (``hash`` or ``hash-N``), or None for any
-    other name. Never imports anything: safe on a name read from a database file.
-    Raises ``EmbedderError`` for a hash dimension out of range."""
+def builtin_embedder(name: str) -> HashEmbedder | MiniLMEmbedder | None:
+    """The built-in embedder called ``name``, or None for any other name: ``hash`` or
+    ``hash-N``, or ``minilm`` (also by the name it records, ``all-MiniLM-L6-v2``, any
+    case). Imports nothing a name chooses (MiniLM's model loads from its own package
+    on first use): safe on a name read from a database file. Raises ``EmbedderError``
+    for a hash dimension out of range, ``EmbedderUnavailable`` when MiniLM's packages
+    are not installed."""
+    if is_minilm_name(name):
+        reason = unavailable_reason()
+        if reason is not None:
+            raise EmbedderUnavailable(reason)
+        return MiniLMEmbedder()
     match = _HASH_NAME.fullmatch(name.strip())
     if match is None:
         return None
@@ -145,7 +161,8 @@ def resolve_embedder(name: str | None) -> Embedder | None:
     """Turn an embedder name, given by the operator, into an embedder.
 
     ``none`` (or None) means no embedder; ``hash`` or ``hash-N`` is the built-in
-    hashing embedder (8 <= N <= ``HASH_MAX_DIM``); ``module:callable`` imports
+    hashing embedder (8 <= N <= ``HASH_MAX_DIM``); ``minilm`` is all-MiniLM-L6-v2
+    (the ``semantic`` extra); ``module:callable`` imports
     ``callable`` from ``module`` and runs code: only for a name the operator
     typed, never one read from a file (``builtin_embedder`` is for those). An
     instance with ``name``, ``dim`` and a call is used as it is; a class, or
@@ -161,7 +178,8 @@ def resolve_embedder(name: str | None) -> Embedder | None:
         return builtin
     if ":" not in name:
         raise EmbedderError(
-            f"unknown embedder {name!r}; use 'none', 'hash', 'hash-N' or 'module:callable'"
+            f"unknown embedder {name!r}; use 'none', 'hash', 'hash-N', 'minilm' "
+            "or 'module:callable'"
         )
     module_name, _, attr = name.partition(":")
     try:

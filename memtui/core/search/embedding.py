@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from memtui.core.embed import Embedder, EmbedderError, builtin_embedder
+from memtui.core.embed import Embedder, EmbedderError, EmbedderUnavailable, builtin_embedder
 from memtui.core.index import SearchIndex
 
 QueryVector = tuple[list[float] | None, str | None, str | None]
@@ -62,6 +62,8 @@ def _recorded_builtin(recorded: dict[str, Any] | None) -> tuple[Embedder | None,
     recorded_name = _shown(recorded["name"])
     try:
         embedder = builtin_embedder(recorded["name"])
+    except EmbedderUnavailable as exc:
+        return None, f"the database's embedder {recorded_name} cannot run here: {exc}"
     except EmbedderError as exc:
         return None, f"the database's embedder {recorded_name} is refused: {exc}"
     if embedder is None:

@@ -56,9 +56,9 @@ def hybrid_search(
     million); ``vector_progress(done, total)`` follows that build.
 
     Without ``embedder``, the vector lane uses the embedder the file records
-    only when it is a built-in (``hash-N``): a plug-in named in the file is
-    never imported (the trace's ``fallback`` names it and its spec, to pass
-    as ``embedder``).
+    only when it is a built-in (``hash-N``, ``all-MiniLM-L6-v2``): a plug-in
+    named in the file is never imported (the trace's ``fallback`` names it and
+    its spec, to pass as ``embedder``).
 
     The trace (a ``SearchTrace``) holds, among others:
 

@@ -45,7 +45,7 @@ class VectorWriter(AuditLog, RecordReads):
         """The built-in embedder that wrote the file's vectors, to embed new records as
         the others are (None when the file has no vectors).
 
-        Only a built-in ``hash-N`` with the recorded dimension: a plug-in named
+        Only a built-in (``hash-N``, MiniLM) with the recorded dimension: a plug-in named
         in the file is never imported (the file is untrusted input); a store
         on such a file writes new records without vectors until it is opened
         with that embedder (search reports them as ``vectors_missing``).
