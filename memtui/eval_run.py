@@ -31,10 +31,17 @@ from memtui.core.search import (
     SearchResponse,
     sanitize_query,
 )
+from memtui.core.search.trace import SearchResult
 from memtui.render import escape_controls, one_line
 from memtui.sources import MemorySource, SourceError
+from memtui.sources.shapes import SourceSearchResult
 
 Search = Callable[[MemorySource, SearchRequest], SearchResponse]
+
+
+def result_id(result: SearchResult) -> str:
+    """A result's record id as its source spells it (every source's results carry it)."""
+    return result.id if isinstance(result, SourceSearchResult) else str(result.record_id)
 
 
 @dataclass(frozen=True)
@@ -176,7 +183,7 @@ def run(
         response = search(source, request)
         weights = dict(response.trace.weights)
         responses.append(response)
-        scores.append(score(question, [r.id for r in response.results], k))
+        scores.append(score(question, [result_id(r) for r in response.results], k))
     stop_if(cancelled)
     return Run(setting, scores, responses, weights, keyword_only)
 
@@ -224,7 +231,7 @@ def relevant_places(
     source: MemorySource, scored: QuestionScore, response: SearchResponse
 ) -> list[Place]:
     """Each relevant record of a question: its rank (or not returned) and its BM25 terms."""
-    ranks = {r.id: r.rank for r in response.results}
+    ranks = {result_id(r): r.rank for r in response.results}
     places = []
     for rid in scored.question.relevant:
         explained = source.explain(scored.question.text, rid)

@@ -33,6 +33,7 @@ from memtui.eval_run import (
     lanes_text,
     read_questions,
     relevant_places,
+    result_id,
     run,
 )
 from memtui.render import one_line, safe_text
@@ -157,7 +158,7 @@ def _print_misses(out: Console, source: MemorySource, main: Run, k: int) -> None
         out.print()
         text = one_line(s.question.text, 200).plain
         out.print(safe_text(f"miss: question {n}: {text}", style="bold"))
-        by_id = {r.id: r for r in response.results}
+        by_id = {result_id(r): r for r in response.results}
         places = lane_places(response.candidates or response.results, response.trace.pools)
         for place in relevant_places(source, s, response):
             rid = place.record_id
