@@ -207,6 +207,8 @@ class EvalPane(Pane):
         """The question whose results the detail shows."""
         self._generation = 0
         self._started = False
+        self._detail_shown: int | None = None
+        """The question whose results the detail shows now (None: a note)."""
 
     # -- layout
 
@@ -489,11 +491,15 @@ class EvalPane(Pane):
         shown_ids = id_width([result_id(item) for item in response.results])
         heading = question_heading(index + 1, scored, K, places)
         body = results_group(response, scored, records, breakdowns, shown_ids)
+        again = self._detail_shown == index  # the same question at other weights
+        self._detail_shown = index
         box.border_title = f"question {index + 1}: its ranked results"
         self.query_one("#eval-detail-body", Static).update(detail(heading, body))
-        box.scroll_home(animate=False)
+        if not again:
+            box.scroll_home(animate=False)
 
     def _show_detail_note(self, note: str) -> None:
+        self._detail_shown = None
         self.query_one("#eval-detail", VerticalScroll).border_title = "a question's results"
         self.query_one("#eval-detail-body", Static).update(Text(note, style="dim"))
 

@@ -252,6 +252,11 @@ async def test_results_of_a_question_and_a_run_cancelled_or_stopped(
             assert pane.result is first  # neither run's figures replaced the shown ones
             assert shown_summary(app)[0].endswith("weights keyword 0.3 / vector 0.7")
             assert "the figures shown are those of the last run" in status(app)
+            # Another process wrote: the figures stay, the status line says so (F5 re-runs).
+            app.database_changed()
+            await settle(pilot)
+            assert pane.result is first
+            assert "the store changed since this run: F5" in status(app)
 
 
 def test_rows_and_summary_render_the_figures_and_inert_text():
