@@ -183,6 +183,16 @@ async def test_the_tab_shows_the_commands_figures_at_every_weight(sample_path: P
             await pilot.press("equals_sign")
             await settle(pilot)
             assert_agrees(app, at_default)
+            # A question's results follow the weights, where the reader had scrolled to.
+            await pilot.press(*["down"] * 9, "enter")
+            await settle(pilot)
+            box = app.query_one("#eval-detail")
+            box.scroll_to(y=20, animate=False)
+            await settle(pilot)
+            assert "× 0.3 = " in detail_text(app) and "× 0.2 = " not in detail_text(app)
+            await pilot.press("right_square_bracket")
+            await settle(pilot)
+            assert "× 0.2 = " in detail_text(app) and box.scroll_y == 20
 
 
 def detail_text(app) -> str:
