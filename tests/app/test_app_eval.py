@@ -318,3 +318,23 @@ def test_questions_option_and_the_demo_fill_in_the_path_box(sample_path: Path, m
     demo = runner.invoke(main, ["demo", "--db", str(sample_path.parent / "demo.db")])
     assert demo.exit_code == 0, demo.output
     assert seen == ["my-questions.json", str(QUESTIONS)]
+
+
+def test_a_questions_heading_is_inert_and_says_where_each_relevant_record_is():
+    from memtui.eval_run import Place
+    from memtui.tui.eval_format import question_heading
+
+    question = Question("[link=x]why[/link]\u202e\x1b]8;;", ("a\x1bb", "7"), kind="direct")
+    scored = score(question, ["7", "1"], 3)
+    places = [
+        Place("a\x1bb", None, [], ["why"], {}),
+        Place("7", 1, ["why"], [], {}),
+    ]
+    text = question_heading(4, scored, 3, places).plain
+    assert "\x1b" not in text and "\u202e" not in text
+    assert text.splitlines() == [
+        f"question 4  direct  {HIT} at K = 3  ·  first relevant rank 1",
+        "[link=x]why[/link]\\u202e\\x1b]8;;",
+        f"{RELEVANT_MARK} relevant a\\x1bb: not returned; terms in it: none; not in it: why",
+        f"{RELEVANT_MARK} relevant 7: rank 1; terms in it: why",
+    ]
