@@ -4,7 +4,7 @@ The sample corpus is ingested once per embedder (a fixed clock, as ``memtui demo
 and the tests build it): the built-in hashing embedder, ``hash-256``, the baseline
 measured in the same run, and ``minilm`` (all-MiniLM-L6-v2, the ``semantic``
 extra). Each store then answers ``sample_corpus/questions.json`` through the
-function ``memtui eval`` runs (``memtui.commands.evaluate.run``, the store's
+function ``memtui eval`` runs (``memtui.eval_run.run``, the store's
 recorded embedder embedding the queries), keyword only, hybrid at the default
 weights, and vector only (weights 0 / 1). The table gives recall@K and MRR on the
 direct questions, the paraphrases and all, each embedder's rows beside the
@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memtui.commands.evaluate import Run, Setting, check_against, read_questions, run
 from memtui.core.corpus import load_corpus
 from memtui.core.embed import Embedder, EmbedderUnavailable, resolve_embedder
 from memtui.core.evaluation import DEFAULT_K, Question, Summary
 from memtui.core.search import SearchRequest
 from memtui.core.search.request import DEFAULT_LIMIT
 from memtui.core.store import MemoryStore
+from memtui.eval_run import Run, Setting, check_against, read_questions, run
 from memtui.sources import open_source
 
 ROOT = Path(__file__).resolve().parent.parent

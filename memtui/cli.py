@@ -57,6 +57,13 @@ def main(ctx: click.Context) -> None:
     metavar="NAME",
     help="Query embedder for a foreign store's vectors (hash, hash-N, minilm or module:callable).",
 )
+@click.option(
+    "--questions",
+    "questions",
+    default=None,
+    metavar="FILE",
+    help="A questions file (as memtui eval reads it) for the Eval tab, run when it is shown.",
+)
 def open_command(
     db: Path | None,
     read_only: bool,
@@ -66,6 +73,7 @@ def open_command(
     qdrant: dict[str, Any],
     operator: str | None,
     embedder_name: str | None,
+    questions: str | None,
 ) -> None:
     """Open the app on DB (any store memtui recognizes), or on --qdrant-url URL."""
     from memtui.core.embed import EmbedderError
@@ -87,6 +95,7 @@ def open_command(
         now=now,
         embedder=embedder,
         options=qdrant,
+        questions=questions,
     )
 
 
@@ -303,7 +312,14 @@ def demo(db: Path | None, summary: bool, reset: bool, out: Path | None) -> None:
         return
     from memtui.tui.launch import run_app
 
-    run_app(path, read_only=False, operator=None, clock=fixed_clock())
+    questions = sample_corpus_path().with_name("questions.json")
+    run_app(
+        path,
+        read_only=False,
+        operator=None,
+        clock=fixed_clock(),
+        questions=str(questions) if questions.is_file() else None,
+    )
 
 
 main.add_command(lanes)

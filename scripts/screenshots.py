@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from textual.pilot import Pilot
+from textual.widgets import Input
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -67,6 +69,13 @@ async def audit(pilot: Pilot) -> None:
     await keys(pilot, "4")
 
 
+async def eval_tab(pilot: Pilot) -> None:
+    """The sample questions (named by their path in the repository), question 10's results."""
+    await keys(pilot, "5")
+    pilot.app.query_one("#eval-path", Input).value = "sample_corpus/questions.json"
+    await keys(pilot, "enter", *["down"] * 9, "enter")
+
+
 async def forget_dialog(pilot: Pilot) -> None:
     await keys(pilot, "f")
     await type_text(pilot, "client asked for erasure")
@@ -79,6 +88,7 @@ SCENES: dict[str, Steps] = {
     "search-breakdown": search_breakdown,
     "lanes": lanes,
     "audit": audit,
+    "eval": eval_tab,
     "forget-dialog": forget_dialog,
 }
 
@@ -153,6 +163,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
     parser.add_argument("--size", default="120x40", help="terminal WIDTHxHEIGHT")
     args = parser.parse_args()
+    os.chdir(ROOT)  # the Eval scene's questions file is named relative to the repository
     width, height = (int(part) for part in args.size.lower().split("x"))
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as folder:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,130 +23,23 @@ from memtui.commands.common import (
 from memtui.commands.search import print_explanation, search_options, searched
 from memtui.core.arithmetic import lane_places
 from memtui.core.embed import resolve_embedder
-from memtui.core.evaluation import (
-    DEFAULT_K,
-    Question,
-    QuestionScore,
-    QuestionsError,
-    Summary,
-    best_of,
-    parse_questions,
-    score,
-    summarize,
-    sweep_weights,
+from memtui.core.evaluation import DEFAULT_K, QuestionsError, best_of, sweep_weights
+from memtui.eval_run import (
+    Run,
+    Setting,
+    base_request,
+    check_against,
+    figures_text,
+    lanes_text,
+    read_questions,
+    relevant_places,
+    result_id,
+    run,
 )
-from memtui.core.search import (
-    DEFAULT_LIMIT,
-    SearchRequest,
-    SearchResponse,
-    sanitize_query,
-)
-from memtui.render import escape_controls, one_line, safe_text
-from memtui.sources import MemorySource, SourceError
+from memtui.render import one_line, safe_text
+from memtui.sources import MemorySource
 
 BAR_WIDTH = 20
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One way of searching: the lane weights (None: the store's default) or keyword only."""
-
-    weights: tuple[float, float] | None
-    keyword_only: bool
-
-    @property
-    def label(self) -> str:
-        if self.keyword_only:
-            return "keyword only"
-        if self.weights is None:
-            return "default weights"
-        return f"{self.weights[0]:.1f} / {self.weights[1]:.1f}"
-
-    def to_json(self) -> Any:
-        if self.keyword_only:
-            return "keyword-only"
-        return list(self.weights) if self.weights is not None else None
-
-
-@dataclass
-class Run:
-    """The questions searched one way: each score and the responses behind them."""
-
-    setting: Setting
-    scores: list[QuestionScore]
-    responses: list[SearchResponse]
-    weights: dict[str, float]
-    keyword_only: bool
-
-    @property
-    def summary(self) -> Summary:
-        return summarize(self.scores)
-
-
-def read_questions(path: Path) -> list[Question]:
-    """The questions of ``path`` (one line naming the problem if it cannot be read)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise click.ClickException(f"{path}: no such file (a JSON list of questions)") from None
-    except UnicodeDecodeError as exc:
-        raise click.ClickException(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise click.ClickException(f"{path}: cannot read it ({exc.strerror})") from None
-    try:
-        questions = parse_questions(text, label=str(path))
-    except QuestionsError as exc:
-        raise click.ClickException(escape_controls(str(exc))) from None
-    for n, question in enumerate(questions, start=1):
-        if not sanitize_query(question.text):
-            raise click.ClickException(
-                f"{path}, question {n}: no word to search for in "
-                f"{one_line(question.text, 40).plain!r}"
-            )
-    return questions
-
-
-def check_against(source: MemorySource, questions: Sequence[Question], label: str) -> None:
-    """Every filter key and relevant id is the store's, before any search runs."""
-    ids = sorted({rid for q in questions for rid in q.relevant})
-    known = set(source.get_many(ids))
-    for n, question in enumerate(questions, start=1):
-        try:
-            source.check_filters(question.filters)
-        except SourceError as exc:
-            raise click.ClickException(f"{label}, question {n}: {exc}") from None
-        missing = [rid for rid in question.relevant if rid not in known]
-        if missing:
-            raise click.ClickException(
-                f"{label}, question {n}: relevant id {escape_controls(missing[0])!r} is not in "
-                f"{escape_controls(source.label)} (`memtui records STORE --json` lists the ids)"
-            )
-
-
-def run(
-    source: MemorySource,
-    questions: Sequence[Question],
-    setting: Setting,
-    *,
-    k: int,
-    base: SearchRequest,
-) -> Run:
-    """Each question searched as ``memtui search`` would with ``base``'s options."""
-    scores, responses = [], []
-    weights: dict[str, float] = {}
-    keyword_only = base.keyword_only or setting.keyword_only
-    for question in questions:
-        request = base.but(
-            query=question.text,
-            filters=dict(question.filters) or None,
-            weights=setting.weights,
-            keyword_only=keyword_only,
-        )
-        response = searched(source, request)
-        weights = dict(response.trace.weights)
-        responses.append(response)
-        scores.append(score(question, [r.id for r in response.results], k))
-    return Run(setting, scores, responses, weights, keyword_only)
 
 
 @click.command("eval")
@@ -182,28 +74,29 @@ def evaluate(
     `memtui records DB --json` prints them. Each question runs the search `memtui
     search` runs with the same options; every figure recomputes from the ranked ids.
     """
-    questions = read_questions(questions_path)
+    try:
+        questions = read_questions(questions_path)
+    except QuestionsError as exc:
+        raise click.ClickException(str(exc)) from None
     embedder = None
     if embedder_name is not None:
         embedder = resolve_embedder(embedder_name)
         if embedder is None:
             keyword_only = True
-    base = SearchRequest(
-        "",
-        embedder=embedder,
-        limit=max(k, DEFAULT_LIMIT),
-        pool_size=pool_size,
-        any_terms=any_terms,
-        keyword_only=keyword_only,
+    base = base_request(
+        k, embedder=embedder, pool_size=pool_size, any_terms=any_terms, keyword_only=keyword_only
     )
     chosen = Setting((weights["keyword"], weights["vector"]) if weights else None, False)
     with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
-        check_against(source, questions, str(questions_path))
-        main = run(source, questions, chosen, k=k, base=base)
+        try:
+            check_against(source, questions, str(questions_path))
+        except QuestionsError as exc:
+            raise click.ClickException(str(exc)) from None
+        main = run(source, questions, chosen, k=k, base=base, search=searched)
         sweeps: list[Run] = []
         if sweep:
             settings = [Setting(None, True)] + [Setting(w, False) for w in sweep_weights()]
-            sweeps = [run(source, questions, s, k=k, base=base) for s in settings]
+            sweeps = [run(source, questions, s, k=k, base=base, search=searched) for s in settings]
         if as_json:
             emit_json(_json(k, main, sweeps))
             return
@@ -231,27 +124,13 @@ def _json(k: int, main: Run, sweeps: Sequence[Run]) -> dict[str, Any]:
     return data
 
 
-def _figures(summary: Summary) -> str:
-    return (
-        f"precision@K {summary.precision_at_k:.3f}  recall@K {summary.recall_at_k:.3f}  "
-        f"MRR {summary.mrr:.3f}  ({summary.count} question{'s' if summary.count != 1 else ''})"
-    )
-
-
 def _print_run(out: Console, source: MemorySource, main: Run, k: int) -> None:
-    lanes = (
-        "keyword only"
-        if main.keyword_only
-        else (
-            f"weights keyword {main.weights.get('keyword', 0):g} / vector "
-            f"{main.weights.get('vector', 0):g}"
-        )
-    )
+    lanes = lanes_text(main)
     out.print(safe_text(f"{source.label}: {len(main.scores)} questions, K = {k}, {lanes}"))
     summary = main.summary
-    out.print(Text(f"all          {_figures(summary)}", style="bold"))
+    out.print(Text(f"all          {figures_text(summary)}", style="bold"))
     for kind, by_kind in summary.by_kind.items():
-        out.print(safe_text(f"{one_line(kind, 12).plain:<12} {_figures(by_kind)}"))
+        out.print(safe_text(f"{one_line(kind, 12).plain:<12} {figures_text(by_kind)}"))
     table = Table(padding=(0, 1))
     for column in ("#", "kind", f"top {k}", "first rank", "P@K", "R@K", "RR", "question"):
         table.add_column(column, no_wrap=column != "question", justify="left")
@@ -279,22 +158,17 @@ def _print_misses(out: Console, source: MemorySource, main: Run, k: int) -> None
         out.print()
         text = one_line(s.question.text, 200).plain
         out.print(safe_text(f"miss: question {n}: {text}", style="bold"))
-        by_id = {r.id: r for r in response.results}
+        by_id = {result_id(r): r for r in response.results}
         places = lane_places(response.candidates or response.results, response.trace.pools)
-        for rid in s.question.relevant:
-            explained = source.explain(s.question.text, rid)
-            terms = [t for t in explained.get("terms", []) if isinstance(t, dict)]
-            held = list(dict.fromkeys(str(t["term"]) for t in terms if t.get("tf")))
-            lacking = list(dict.fromkeys(str(t["term"]) for t in terms if not t.get("tf")))
+        for place in relevant_places(source, s, response):
+            rid = place.record_id
+            out.print(
+                safe_text(f"  relevant {one_line(rid, 60).plain}: {place.where}; {place.words()}")
+            )
             result = by_id.get(rid)
-            where = f"rank {result.rank}" if result is not None else "not returned"
-            words = f"terms in it: {', '.join(held) or 'none'}"
-            if lacking:
-                words += f"; not in it: {', '.join(lacking)}"
-            out.print(safe_text(f"  relevant {one_line(rid, 60).plain}: {where}; {words}"))
             if result is not None:
                 record = source.get_many([rid]).get(rid)
-                details = {rid: explained} if result.trace.keyword.raw is not None else {}
+                details = {rid: place.explanation} if result.trace.keyword.raw is not None else {}
                 print_explanation(out, result, record, details, response.trace.pools, places)
 
 

@@ -1,4 +1,4 @@
-"""The memtui app: four tabs over one memory source, and the confirm-gated actions on it.
+"""The memtui app: five tabs over one memory source, and the confirm-gated actions on it.
 
 Every store memtui opens (its own database or another agent's) comes in as a
 ``MemorySource``; the app reads and changes it only through that interface, and
@@ -107,8 +107,11 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
         retry_delay: float = RETRY_DELAY,
         check_on_start: bool = True,
         reopen: Callable[[], MemorySource] | None = None,
+        questions: str | None = None,
     ) -> None:
         super().__init__()
+        self.questions = questions
+        """A questions file's path for the Eval tab (``--questions``), run when it is shown."""
         self.source = source
         self.reopen = reopen
         self.moved: str | None = None
@@ -173,6 +176,12 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
             from memtui.tui.lanes_view import LanesPane
 
             return LanesPane(self.source, id="lanes-pane")
+        if tab == "eval":
+            from memtui.tui.eval_view import EvalPane
+
+            return EvalPane(
+                self.source, embedder=self.embedder, questions=self.questions, id="eval-pane"
+            )
         from memtui.tui.audit_view import AuditPane
 
         return AuditPane(self.source, id="audit-pane")
@@ -496,6 +505,7 @@ def make_app(
     retry_delay: float = RETRY_DELAY,
     check_on_start: bool = True,
     reopen: Callable[[], MemorySource] | None = None,
+    questions: str | None = None,
 ) -> MemtuiApp:
     """The app on an open ``MemorySource`` (an open ``MemoryStore`` is wrapped in ``NativeSource``).
 
@@ -505,6 +515,8 @@ def make_app(
     try also waits the store's own ``busy_timeout_ms``). ``check_on_start``: run
     ``memtui check`` on a memtui database in the background and show a banner if it fails.
     ``reopen``: opens the store at its path again (``o``, offered when its file was replaced).
+    ``questions``: a questions file's path, filled into the Eval tab's path box and run
+    when the tab is first shown.
     """
     if not isinstance(source, MemorySource):
         from memtui.sources.native import NativeSource
@@ -520,4 +532,5 @@ def make_app(
         retry_delay=retry_delay,
         check_on_start=check_on_start,
         reopen=reopen,
+        questions=questions,
     )

@@ -35,6 +35,7 @@ TABS: tuple[tuple[str, str], ...] = (
     ("search", "Search"),
     ("lanes", "Lanes"),
     ("audit", "Audit"),
+    ("eval", "Eval"),
 )
 
 
@@ -199,7 +200,7 @@ class AppBase(App[None]):
         self._show_live()
         active = self.active_tab
         self.browse.reload()  # the header's counts come from its tree
-        for tab in ("search", "lanes", "audit"):
+        for tab in ("search", "lanes", "audit", "eval"):
             pane = self.mounted_pane(tab)
             if pane is not None:  # a tab still mounting reads the database when it is
                 pane.database_changed(shown=active == tab)

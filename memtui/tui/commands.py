@@ -52,6 +52,11 @@ class MemtuiCommands(Provider):
             ("Search tab", partial(app.action_switch_tab, "search"), "Results and breakdowns (2)"),
             ("Lanes tab", partial(app.action_switch_tab, "lanes"), "Priors, tactics, history (3)"),
             ("Audit tab", partial(app.action_switch_tab, "audit"), "The audit log (4)"),
+            (
+                "Eval tab",
+                partial(app.action_switch_tab, "eval"),
+                "Labelled questions: precision, recall, MRR (5)",
+            ),
             ("Search", app.action_search, "Focus the query box (/)"),
         ]
 

@@ -87,6 +87,10 @@ AUDIT_ROWS = [
     ("↑ ↓ pgup pgdn", "Move; the event's detail follows"),
     ("tab / shift+tab", "Table ↔ the event's detail (↑ ↓ pgup pgdn scroll it)"),
 ]
+EVAL_ROWS = [
+    ("tab / shift+tab", "Path box → the questions → a question's results"),
+    ("↑ ↓ pgup pgdn", "Move through the questions; in the results: scroll"),
+]
 DIALOG_ROWS = [
     ("enter", "In a text box: next field (never confirms); on a button: press it"),
     ("tab / shift+tab", "Reason → Cancel → action button"),
@@ -112,6 +116,7 @@ def help_classes(
     from memtui.tui.audit_view import AuditPane, AuditTable
     from memtui.tui.browse import BrowsePane
     from memtui.tui.dialogs import ConfirmDialog
+    from memtui.tui.eval_view import EvalPane, PathInput, QuestionTable
     from memtui.tui.full_text import FullTextScreen
     from memtui.tui.record_detail import RecordDetail
     from memtui.tui.record_table import RecordTable
@@ -142,6 +147,8 @@ def help_classes(
         ("Search: results", moves, [ResultList, SearchPane], []),
         ("Lanes", LANES_ROWS, [], []),
         ("Audit", AUDIT_ROWS, [AuditTable, AuditPane], []),
+        ("Eval: path box", [], [PathInput], []),
+        ("Eval", EVAL_ROWS, [QuestionTable, EvalPane], []),
         ("Dialogs", DIALOG_ROWS, [ConfirmDialog], []),
         ("Help", [], [HelpScreen], []),
         ("Moving around", MOVING_ROWS, [], []),

@@ -42,6 +42,7 @@ def run_app(
     now: str | None = None,
     embedder: Any = None,
     options: Mapping[str, Any] | None = None,
+    questions: str | None = None,
 ) -> None:
     """Open the store at ``path`` (or a Qdrant server) and run the app until the operator quits.
 
@@ -49,7 +50,8 @@ def run_app(
     every native feature, any other store through its adapter (read-only unless
     ``allow_writes``). ``options`` are one kind of store's (``open_source``). The
     settings are the command's (``memtui.config.current``); the keymap file is read
-    first, so a bad one stops the start before anything opens.
+    first, so a bad one stops the start before anything opens. ``questions``: a
+    questions file for the Eval tab (run when the tab is first shown).
     """
     from memtui.tui.keymap import load_keymap
 
@@ -86,6 +88,7 @@ def run_app(
             embedder=embedder,
             reopen=lambda: open_app_source(path, **opening, options=options),
             poll_interval=config.poll_interval,
+            questions=questions,
         )
         app.set_keymap(keymap)
         app.run()

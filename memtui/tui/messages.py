@@ -50,3 +50,11 @@ class TiersCounted(Message):
     def __init__(self, tiers: dict[str, tuple[int, int]]) -> None:
         super().__init__()
         self.tiers = dict(tiers)
+
+
+class QuestionChosen(Message):
+    """The operator pressed ``enter`` on a question of the Eval tab: show its results."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index

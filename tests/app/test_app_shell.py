@@ -75,7 +75,7 @@ def test_run_app_opens_the_store_and_runs_the_app(sample_path: Path, monkeypatch
 
 async def test_help_lists_every_key(store: MemoryStore):
     app = make_app(store, check_on_start=False)
-    async with app.run_test(size=(120, 130)) as pilot:  # the whole help on screen
+    async with app.run_test(size=(120, 150)) as pilot:  # the whole help on screen
         await settle(pilot)
         await pilot.press("question_mark")
         await settle(pilot)
@@ -85,7 +85,7 @@ async def test_help_lists_every_key(store: MemoryStore):
             for key, what in rows:
                 assert key in text
                 assert what[:30] in text
-        for key in ("1", "2", "3", "4", "/", "?", "q", "r", "f", "F", "t", "[", "]", "=", "v"):
+        for key in ("1", "2", "3", "4", "5", "/", "?", "q", "r", "f", "F", "t", "[", "]", "=", "v"):
             assert any(k == key for _, rows in key_sections(MemtuiApp) for k, _ in rows), key
         await pilot.press("escape")
         await settle(pilot)
@@ -579,6 +579,7 @@ def help_section_of(widget) -> str:
 
     from memtui.tui.audit_view import AuditTable
     from memtui.tui.browse import RecordDetail
+    from memtui.tui.eval_view import PathInput, QuestionTable
     from memtui.tui.search_view import QueryInput, ResultList
 
     by_class = {
@@ -588,9 +589,11 @@ def help_section_of(widget) -> str:
         QueryInput: "Search: query box",
         ResultList: "Search: results",
         AuditTable: "Audit",
+        PathInput: "Eval: path box",
+        QuestionTable: "Eval",
         ContentTabs: "Moving around",
     }
-    by_id = {"filter-": "Search: filters", "lanes-": "Lanes", "audit-": "Audit"}
+    by_id = {"filter-": "Search: filters", "lanes-": "Lanes", "audit-": "Audit", "eval-": "Eval"}
     for cls, section in by_class.items():
         if isinstance(widget, cls):
             return section
@@ -611,7 +614,8 @@ async def test_help_has_the_keys_of_every_widget_that_can_have_focus(
     app = make_app(sample_copy, poll_interval=None, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        for key, tab in zip("1234", ("browse", "search", "lanes", "audit"), strict=True):
+        tabs = ("browse", "search", "lanes", "audit", "eval")
+        for key, tab in zip("12345", tabs, strict=True):
             await press_each(pilot, (key,))
             focusable = [w for w in app.pane(tab).query("*") if w.focusable and w.display]
             assert len(focusable) >= 2, tab
@@ -660,6 +664,7 @@ async def test_the_palette_names_every_key_the_footer_shows_where_focus_is(
             "filter": ("slash", "tab"),
             "lanes": ("3",),
             "audit": ("4",),
+            "eval path box": ("5",),
         }
         shown = set()
         for place, keys in places.items():

@@ -86,6 +86,21 @@ def test_audit_tab(snap_compare, store: MemoryStore):
     )
 
 
+def test_eval_tab(snap_compare, store: MemoryStore, monkeypatch):
+    """The sample questions run (their path as typed, relative), a miss's results shown."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        await pilot.press(*["down"] * 9, "enter")
+        await settle(pilot)
+
+    app = make_app(store, db_label="sample.db", questions="sample_corpus/questions.json")
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def test_every_saved_snapshot_belongs_to_a_test():
     """Run in parallel (pytest-xdist), syrupy no longer fails on a snapshot no test uses;
     this does: each saved screenshot is the one of a snapshot test of this module."""
