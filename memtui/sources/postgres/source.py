@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memtui.config import current
 from memtui.sources.base import (
@@ -51,6 +51,10 @@ from memtui.sources.postgres.gaps import SCAN_LIMIT, PgGaps
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, SyncedIndex
 from memtui.sources.postgres.page_purge import PagePurge
 from memtui.sources.postgres.url import PgTarget, quote_identifier
+
+T = TypeVar("T")
+STREAM_BATCH = 20_000
+"""Rows per fetch of a server-side cursor (a build's read)."""
 
 
 def store_key(conn: PgConnection, schema: str) -> tuple[str, dict[str, Any]]:
@@ -176,6 +180,24 @@ class PostgresSource(ForeignSource):
         """One read, fetched to the end (retried while the database is busy)."""
         with self._lock:
             return self.pg.query(sql, params)
+
+    def stream(
+        self, sql: str, params: Sequence[Any], convert: Callable[[Sequence[Any]], T]
+    ) -> list[T]:
+        """Every row of one read, through a server-side cursor in batches of
+        ``STREAM_BATCH`` (one transaction), each turned by ``convert`` as it comes."""
+
+        def work(conn: Any) -> list[T]:
+            out: list[T] = []
+            with conn.cursor(name="memtui_stream") as cursor:
+                cursor.itersize = STREAM_BATCH
+                cursor.execute(sql, params)
+                while rows := cursor.fetchmany(STREAM_BATCH):
+                    out.extend(map(convert, rows))
+            return out
+
+        with self._lock:
+            return self.pg.run(work, transaction=True)  # type: ignore[no-any-return]
 
     def table(self, name: str) -> str:
         """``"schema"."name"``: a table of the store, quoted."""

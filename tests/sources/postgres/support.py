@@ -7,6 +7,7 @@ so the tests' clock decides what is expired.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import timedelta
 from typing import Any
 
@@ -99,3 +100,17 @@ def vector_text_casts(source: Any, statement: tuple[str, list[Any]], column: str
 
     walk(plan[0]["Plan"], 0)
     return found
+
+
+def key_bucket(key_text: str, buckets: int) -> int:
+    """A key's bucket of memtui's deletion check, computed here (the first 32 bits of the
+    MD5 of its key text), not by the database."""
+    return int(hashlib.md5(key_text.encode("utf-8")).hexdigest()[:8], 16) & (buckets - 1)
+
+
+def rows_in_buckets(url: str, gone: list[tuple[str, str]], buckets: int) -> int:
+    """How many store rows share a bucket with one of the ``gone`` (prefix, key) pairs: the
+    ids a refresh reads to find them."""
+    chosen = {key_bucket(f"{p}\x1f{k}", buckets) for p, k in gone}
+    rows = sql(url, "SELECT prefix, key FROM store")
+    return sum(1 for p, k in rows if key_bucket(f"{p}\x1f{k}", buckets) in chosen)

@@ -1,0 +1,75 @@
+"""Finding what a Postgres store lost by comparing hash buckets, not reading every key.
+
+Every row has a *key hash*: the first 32 bits of the MD5 of its key text (LangGraph:
+``prefix``, U+001F, ``key``; mem0: the id), computed by the database when it sends
+the row (``hash_sql``) and kept beside the row in memtui's index. A refresh that
+finds fewer rows in the store than in the index counts the rows per bucket
+(``hash & (buckets - 1)``) on both sides, in one ``GROUP BY`` each, and reads the
+ids of the buckets whose counts differ only, on both sides: after D deletions
+about ``D * ROWS_PER_BUCKET`` ids, whatever the store's size.
+
+A row the refresh's window missed (its ``updated_at`` older than the mark) is in a
+bucket whose count differs too, and is read then; a missed row and a deletion in
+the same bucket between two refreshes cancel out (docs/sources.md says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+ROWS_PER_BUCKET = 16
+"""Rows per bucket, about (the ids a bucket that differs costs to read)."""
+MAX_BUCKETS = 1 << 16
+
+
+class Reads(Protocol):
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+
+def hash_sql(key_text: str) -> str:
+    """SQL giving the key hash of ``key_text`` (an SQL text expression): 0 to 2**32 - 1."""
+    return f"('x' || left(md5({key_text}), 8))::bit(32)::bigint"
+
+
+def bucket_count(rows: int) -> int:
+    """How many buckets (a power of two) for an index of ``rows`` rows."""
+    wanted = max(64, rows // ROWS_PER_BUCKET)
+    return min(MAX_BUCKETS, 1 << (wanted - 1).bit_length())
+
+
+class StoreBuckets:
+    """The database's side of the comparison, for one table: its key text and what
+    turns a row's ``id_columns`` into the record id."""
+
+    def __init__(
+        self,
+        reads: Reads,
+        table: str,
+        key_text: str,
+        id_columns: str,
+        record_id: Callable[[Sequence[Any]], str],
+    ) -> None:
+        self.reads = reads
+        self.table = table
+        self.hash = hash_sql(key_text)
+        self.id_columns = id_columns
+        self.record_id = record_id
+
+    def counts(self, buckets: int) -> dict[int, int]:
+        """Rows per bucket."""
+        rows = self.reads.query(
+            f"SELECT {self.hash} & %s, count(*) FROM {self.table} AS t GROUP BY 1", [buckets - 1]
+        )
+        return {int(b): int(n) for b, n in rows}
+
+    def ids_in(self, buckets: int, chosen: Sequence[int]) -> set[str]:
+        """The record ids of the rows in these buckets."""
+        if not chosen:
+            return set()
+        rows = self.reads.query(
+            f"SELECT {self.id_columns} FROM {self.table} AS t "
+            f"WHERE ({self.hash} & %s) = ANY(%s::bigint[])",
+            [buckets - 1, list(chosen)],
+        )
+        return {self.record_id(row) for row in rows}
