@@ -53,7 +53,7 @@ from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, StoreP
 from memtui.sources.postgres.key_buckets import StoreBuckets, hash_sql
 from memtui.sources.postgres.langgraph_forget import LangGraphPostgresForget
 from memtui.sources.postgres.record_ids import id_sql
-from memtui.sources.postgres.source import PostgresSource
+from memtui.sources.postgres.source import PostgresSource, Query
 from memtui.sources.postgres.url import like_prefix
 from memtui.sources.postgres.vectors import PgVectors
 
@@ -439,52 +439,43 @@ class LangGraphFeed:
             )
             yield from map(self._index_row, rows)
             return
-        sql, params = self._build_select()
-        yield from source.stream(sql, params, self._built_row)
+        yield from source.stream(self._build_select, self._built_row)
 
-    def _top_keys(self) -> list[str] | None:
-        """The distinct top-level keys of the store's object values (None: more than
-        ``MAX_KEYS``, and a build then decodes every value here)."""
-        rows = self.source.query(
-            f"SELECT DISTINCT k FROM {self.source._store} AS s, jsonb_object_keys("
+    def _build_select(self, query: Query) -> tuple[str, list[Any]]:
+        """A build's read: the id and the key hash as the database makes them, the
+        namespace, the expiry, and the content: a flat object's strings joined by the
+        database (its secret-named fields left out: its distinct top-level keys are read
+        first, in the same snapshot, and checked here), else the value as text for
+        ``text_fields``. Beyond ``MAX_KEYS`` distinct keys every value comes as text."""
+        source = self.source
+        expires = "s.expires_at" if source._has_ttl() else "NULL"
+        keys = query(
+            f"SELECT DISTINCT k FROM {source._store} AS s, jsonb_object_keys("
             "CASE WHEN jsonb_typeof(s.value) = 'object' THEN s.value END) AS k LIMIT %s",
             [MAX_KEYS + 1],
         )
-        return None if len(rows) > MAX_KEYS else [str(r[0]) for r in rows]
-
-    def _build_select(self) -> tuple[str, list[Any]]:
-        """A build's read: the id, the namespace, the content as the database joins it
-        (a flat object of known keys: its strings, secret-named fields left out), else
-        the value as text for ``text_fields``; the expiry and the key hash."""
-        source = self.source
-        expires = "s.expires_at" if source._has_ttl() else "NULL"
-        keys = self._top_keys()
-        secret = [k for k in keys or [] if secret_field(k)]
+        secret = [str(k) for (k,) in keys if secret_field(str(k))]
         flat = (
-            "jsonb_typeof(s.value) = 'object' AND coalesce(bool_and("
-            "jsonb_typeof(e.value) NOT IN ('object', 'array') AND e.key = ANY(%s::text[])), true)"
-            if keys is not None
+            "jsonb_typeof(s.value) = 'object' AND NOT jsonb_path_exists(s.value, "
+            '\'$.* ? (@.type() == "object" || @.type() == "array")\')'
+            if len(keys) <= MAX_KEYS
             else "FALSE"
         )
-        joined = (
-            "string_agg(e.value #>> '{}', %s ORDER BY e.n) FILTER (WHERE "
-            "jsonb_typeof(e.value) = 'string' AND NOT e.key = ANY(%s::text[]))"
-        )
+        strings = "jsonb_path_query_array(s.value - %s::text[], '$.* ? (@.type() == \"string\")')"
         sql = (
-            f"SELECT {id_sql(ID_PREFIX, 's.prefix', 's.key')}, s.prefix, "
-            "CASE WHEN c.flat THEN NULL ELSE s.value::text END, c.content, "
+            f"SELECT {id_sql(ID_PREFIX, 's.prefix', 's.key')}, s.prefix, c.flat, "
+            "CASE WHEN c.flat THEN array_to_string(ARRAY(SELECT jsonb_array_elements_text("
+            f"{strings})), %s) ELSE s.value::text END, "
             f"{expires}, {hash_sql(KEY_TEXT.format(a='s'))} FROM {source._store} AS s "
-            f"CROSS JOIN LATERAL (SELECT {flat} AS flat, {joined} AS content FROM jsonb_each("
-            "CASE WHEN jsonb_typeof(s.value) = 'object' THEN s.value END) "
-            "WITH ORDINALITY AS e(key, value, n)) AS c"
+            f"CROSS JOIN LATERAL (SELECT {flat} AS flat) AS c"
         )
-        return sql, [*([keys] if keys is not None else []), FIELD_SEPARATOR, secret]
+        return sql, [secret, FIELD_SEPARATOR]
 
     @staticmethod
     def _built_row(row: Sequence[Any]) -> CacheRow:
-        record_id, prefix, raw, content, expires, key_hash = row
-        if raw is not None:
-            value, problem = parse_value(raw)
+        record_id, prefix, flat, content, expires, key_hash = row
+        if not flat:
+            value, problem = parse_value(content)
             content = FIELD_SEPARATOR.join(text_fields(value)) if problem is None else str(value)
         return CacheRow(
             source_id=record_id,

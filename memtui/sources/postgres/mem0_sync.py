@@ -119,7 +119,7 @@ class Mem0Feed:
             )
             yield from map(self._index_row, rows)
             return
-        yield from source.stream(self._select(), [], self._index_row)
+        yield from source.stream(lambda _query: (self._select(), []), self._index_row)
 
     def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
         memory_ids: list[str] = []

@@ -57,6 +57,16 @@ STREAM_BATCH = 20_000
 """Rows per fetch of a server-side cursor (a build's read)."""
 
 
+Query = Callable[..., list[tuple[Any, ...]]]
+"""``query(sql, params=())``: the rows of one statement."""
+Statement = Callable[[Query], tuple[str, Sequence[Any]]]
+"""What makes a streamed read's SQL and parameters (``PostgresSource.stream``)."""
+
+
+def _fetch_all(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return list(conn.execute(sql, params or None).fetchall())
+
+
 def store_key(conn: PgConnection, schema: str) -> tuple[str, dict[str, Any]]:
     """A short key naming the store (server, database, schema, never the password),
     and what it is made of."""
@@ -181,13 +191,15 @@ class PostgresSource(ForeignSource):
         with self._lock:
             return self.pg.query(sql, params)
 
-    def stream(
-        self, sql: str, params: Sequence[Any], convert: Callable[[Sequence[Any]], T]
-    ) -> list[T]:
+    def stream(self, statement: Statement, convert: Callable[[Sequence[Any]], T]) -> list[T]:
         """Every row of one read, through a server-side cursor in batches of
-        ``STREAM_BATCH`` (one transaction), each turned by ``convert`` as it comes."""
+        ``STREAM_BATCH``, each turned by ``convert`` as it comes. The read runs in one
+        ``REPEATABLE READ`` transaction with ``statement(query)``, which makes the SQL
+        and its parameters from what ``query`` reads first: both see one snapshot."""
 
         def work(conn: Any) -> list[T]:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            sql, params = statement(lambda text, args=(): _fetch_all(conn, text, args))
             out: list[T] = []
             with conn.cursor(name="memtui_stream") as cursor:
                 cursor.itersize = STREAM_BATCH
@@ -197,7 +209,7 @@ class PostgresSource(ForeignSource):
             return out
 
         with self._lock:
-            return self.pg.run(work, transaction=True)  # type: ignore[no-any-return]
+            return self.pg.run(work, transaction=True)
 
     def table(self, name: str) -> str:
         """``"schema"."name"``: a table of the store, quoted."""
