@@ -13,7 +13,7 @@ reads those rows, not the store:
   is still read), writes those that differ, then the new mark;
 - deletions (the agent's own, its TTL sweeper's): when the index holds more rows
   than the store, the rows per key-hash bucket are counted on both sides and only
-  the buckets whose counts differ have their ids read
+  the index's ids in the buckets whose counts differ are looked up in the store
   (``memtui.sources.postgres.key_buckets``);
 - expiries that moved without ``updated_at`` (LangGraph's ``refresh_ttl``): when the
   store's expiry digest differs from the index's own (``expiry_digest``, the same
@@ -22,9 +22,10 @@ reads those rows, not the store:
   differ (or the feed cannot say) is every expiry read.
 
 What a refresh costs on the server is one scan of the table for the changed rows
-(LangGraph has no index on ``updated_at``) and, after deletions, two scans that
-hash the keys; what it transfers is the changed rows, the bucket counts and the
-ids of the buckets that differ. ``last_sync`` says what the last one read.
+(LangGraph has no index on ``updated_at``) and, after deletions, one scan that
+hashes the keys and a lookup by primary key of the index's ids in the buckets that
+differ; what it transfers is the changed rows, the bucket counts and those ids.
+``last_sync`` says what the last one read.
 
 The index holds content only (the keyword lane): vectors stay in the database and
 ``PostgresIndex.database_vector_lane`` asks the store for the vector lane.
@@ -97,6 +98,10 @@ class ChangeFeed(Protocol):
 
     def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
         """These rows as index rows (those that still exist)."""
+        ...
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        """Those of these source ids the store still holds (looked up by its key)."""
         ...
 
     def expiries(self) -> dict[str, str | None]:
@@ -208,15 +213,20 @@ class PostgresIndex(ForeignIndex):
         rows = self.query("SELECT hash & ?, count(*) FROM key_hashes GROUP BY 1", (buckets - 1,))
         return {int(b): int(n) for b, n in rows}
 
-    def ids_in_buckets(self, buckets: int, chosen: Sequence[int]) -> set[str]:
+    def ids_in_buckets(self, buckets: int, chosen: Sequence[int]) -> dict[int, set[str]]:
+        """The source ids in these buckets, by bucket."""
+        out: dict[int, set[str]] = {}
         if not chosen:
-            return set()
+            return out
         rows = self.query(
-            "SELECT r.source_id FROM key_hashes AS k JOIN records AS r ON r.id = k.record_id "
+            "SELECT k.hash & ?, r.source_id FROM key_hashes AS k "
+            "JOIN records AS r ON r.id = k.record_id "
             "WHERE (k.hash & ?) IN (SELECT value FROM json_each(?))",
-            (buckets - 1, json.dumps(list(chosen))),
+            (buckets - 1, buckets - 1, json.dumps(list(chosen))),
         )
-        return {str(r[0]) for r in rows}
+        for bucket, source_id in rows:
+            out.setdefault(int(bucket), set()).add(str(source_id))
+        return out
 
     # -- keeping it in line with the store
 
@@ -445,22 +455,31 @@ class SyncedIndex(SourceIndex):
         self.last_sync = report
 
     def _find_deletions(self, index: PostgresIndex, report: SyncReport) -> None:
-        """Compare rows per key-hash bucket; read the ids of the buckets that differ only."""
-        store = self.feed.buckets
+        """Compare rows per key-hash bucket. The index's ids in the buckets that differ are
+        looked up in the store by key (its primary key: no scan); those it lacks are
+        removed. Only a bucket where the store still holds more rows than the index
+        found there (a row the refresh's window missed) has its ids read by a scan."""
+        feed = self.feed
         buckets = bucket_count(index.record_count())
-        remote = store.counts(buckets)
+        remote = feed.buckets.counts(buckets)
         local = index.bucket_counts(buckets)
         report.buckets_compared = buckets
         differ = sorted(b for b in set(remote) | set(local) if remote.get(b, 0) != local.get(b, 0))
         if not differ:
             return
-        there = store.ids_in(buckets, differ)
         here = index.ids_in_buckets(buckets, differ)
-        report.ids_read = len(there)
-        report.removed = index.remove(sorted(here - there))
-        missed = sorted(there - here)  # rows the refresh's window could not see
+        held = set().union(*here.values())
+        kept = feed.existing(sorted(held))
+        report.ids_read = len(kept)
+        report.removed = index.remove(sorted(held - kept))
+        short = [b for b in differ if remote.get(b, 0) > len(here.get(b, set()) & kept)]
+        if not short:
+            return
+        there = feed.buckets.ids_in(buckets, short)
+        report.ids_read += len(there)
+        missed = sorted(there - held)  # rows the refresh's window could not see
         if missed:
-            rows = self.feed.rows_by_id(missed)
+            rows = feed.rows_by_id(missed)
             report.rows_read += len(rows)
             report.written += index.upsert(rows)
 

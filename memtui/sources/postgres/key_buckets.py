@@ -4,13 +4,14 @@ Every row has a *key hash*: the first 32 bits of the MD5 of its key text (LangGr
 ``prefix``, U+001F, ``key``; mem0: the id), computed by the database when it sends
 the row (``hash_sql``) and kept beside the row in memtui's index. A refresh that
 finds fewer rows in the store than in the index counts the rows per bucket
-(``hash & (buckets - 1)``) on both sides, in one ``GROUP BY`` each, and reads the
-ids of the buckets whose counts differ only, on both sides: after D deletions
-about ``D * ROWS_PER_BUCKET`` ids, whatever the store's size.
+(``hash & (buckets - 1)``) on both sides, in one ``GROUP BY`` each; the index's ids
+in the buckets whose counts differ are then looked up in the store by its primary
+key: after D deletions about ``D * ROWS_PER_BUCKET`` ids, whatever the store's size.
 
-A row the refresh's window missed (its ``updated_at`` older than the mark) is in a
-bucket whose count differs too, and is read then; a missed row and a deletion in
-the same bucket between two refreshes cancel out (docs/sources.md says so).
+A row the refresh's window missed (its ``updated_at`` older than the mark) leaves
+its bucket with more rows in the store than the lookup found: that bucket's ids
+are read by a scan (``StoreBuckets.ids_in``). A missed row and a deletion in the
+same bucket between two refreshes cancel out (docs/sources.md says so).
 """
 
 from __future__ import annotations

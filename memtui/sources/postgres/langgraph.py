@@ -467,7 +467,10 @@ class LangGraphFeed:
             "CASE WHEN c.flat THEN array_to_string(ARRAY(SELECT jsonb_array_elements_text("
             f"{strings})), %s) ELSE s.value::text END, "
             f"{expires}, {hash_sql(KEY_TEXT.format(a='s'))} FROM {source._store} AS s "
-            f"CROSS JOIN LATERAL (SELECT {flat} AS flat) AS c"
+            f"CROSS JOIN LATERAL (SELECT {flat} AS flat) AS c "
+            # in key order, as the index keeps them: rows made in the order they are then
+            # sorted and written in are read back from memory in that order (twice faster)
+            "ORDER BY s.prefix, s.key"
         )
         return sql, [secret, FIELD_SEPARATOR]
 
@@ -489,16 +492,23 @@ class LangGraphFeed:
         )
 
     def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
+        return [self._index_row(row) for row in self._by_key(self._select(), ids)]
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        select = f"SELECT s.prefix, s.key FROM {self.source._store} AS s"
+        return {_record_id(row) for row in self._by_key(select, ids)}
+
+    def _by_key(self, select: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """``select``'s rows of these ids, by the primary key (``store_pkey``)."""
         keys = [k for k in (decode_id(ID_PREFIX, i, 2) for i in ids) if k is not None]
-        out: list[CacheRow] = []
+        out: list[tuple[Any, ...]] = []
         for start in range(0, len(keys), 1000):
             chunk = keys[start : start + 1000]
-            rows = self.source.query(
-                f"{self._select()} WHERE (s.prefix, s.key) IN "
+            out += self.source.query(
+                f"{select} WHERE (s.prefix, s.key) IN "
                 "(SELECT * FROM unnest(%s::text[], %s::text[]))",
                 [[k[0] for k in chunk], [k[1] for k in chunk]],
             )
-            out.extend(map(self._index_row, rows))
         return out
 
     def expiries(self) -> dict[str, str | None]:

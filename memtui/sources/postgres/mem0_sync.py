@@ -122,16 +122,30 @@ class Mem0Feed:
         yield from source.stream(lambda _query: (self._select(), []), self._index_row)
 
     def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
-        memory_ids: list[str] = []
+        rows = self.source.query(
+            f"{self._select()} WHERE t.id = ANY(%s::uuid[])", [self._memory_ids(ids)]
+        )
+        return [self._index_row(row) for row in rows]
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        source = self.source
+        rows = source.query(
+            f"SELECT t.id FROM {source._table} AS t WHERE t.id = ANY(%s::uuid[])",
+            [self._memory_ids(ids)],
+        )
+        return {encode_id(source.id_prefix, str(r[0])) for r in rows}
+
+    def _memory_ids(self, ids: Sequence[str]) -> list[str]:
+        """The memory ids (uuids) of these record ids; others left out."""
+        out: list[str] = []
         for record_id in ids:
             parts = decode_id(self.source.id_prefix, record_id, 1)
             if parts is not None:
                 try:
-                    memory_ids.append(str(uuid.UUID(parts[0])))
+                    out.append(str(uuid.UUID(parts[0])))
                 except ValueError:
                     continue
-        rows = self.source.query(f"{self._select()} WHERE t.id = ANY(%s::uuid[])", [memory_ids])
-        return [self._index_row(row) for row in rows]
+        return out
 
     def expiries(self) -> dict[str, str | None]:
         source = self.source

@@ -24,6 +24,7 @@ one database transaction (``_apply_forget``); the purge after it and its checks 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -201,11 +202,17 @@ class PostgresSource(ForeignSource):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             sql, params = statement(lambda text, args=(): _fetch_all(conn, text, args))
             out: list[T] = []
-            with conn.cursor(name="memtui_stream") as cursor:
-                cursor.itersize = STREAM_BATCH
-                cursor.execute(sql, params)
-                while rows := cursor.fetchmany(STREAM_BATCH):
-                    out.extend(map(convert, rows))
+            collecting = gc.isenabled()
+            gc.disable()  # the rows made here are all kept: no cycle to collect among them
+            try:
+                with conn.cursor(name="memtui_stream") as cursor:
+                    cursor.itersize = STREAM_BATCH
+                    cursor.execute(sql, params)
+                    while rows := cursor.fetchmany(STREAM_BATCH):
+                        out.extend(map(convert, rows))
+            finally:
+                if collecting:
+                    gc.enable()
             return out
 
         with self._lock:
