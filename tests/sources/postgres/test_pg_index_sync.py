@@ -171,3 +171,20 @@ def test_a_build_joins_the_content_as_text_fields_does(pg_url):
         assert "lg:shapes.%C3%BCn%C3%AF/c%C3%B6d%C3%A9%2F%C3%A9" in {
             r[0] for r in index_rows(source)
         }
+
+
+def test_an_index_without_key_hashes_is_built_again(lg_url, tmp_path):
+    """An index file an older memtui wrote (no ``key_hashes``) is rebuilt, not refreshed."""
+    import contextlib
+    import sqlite3
+
+    with opened(lg_url, cache_root=tmp_path) as source:
+        source.search("trip")
+        path = source.index.path
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("DELETE FROM meta WHERE key = 'key_hashes'")
+        conn.execute("DROP TABLE key_hashes")
+    with opened(lg_url, cache_root=tmp_path) as source:
+        source.search("trip")
+        assert source.index.last_sync.action == "built"
+        assert source.index.store().query("SELECT count(*) FROM key_hashes")[0][0] == len(ITEMS)
