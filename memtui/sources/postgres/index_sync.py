@@ -45,10 +45,10 @@ from memtui.core.index import FTS_TABLE
 from memtui.core.search.scores import Lane
 from memtui.sources.cache import SourceIndex, fingerprint_text
 from memtui.sources.foreign_index import CacheRow, ForeignIndex, StaleIndex, scope_column
-from memtui.sources.postgres.key_buckets import StoreBuckets, bucket_count
+from memtui.sources.postgres.key_buckets import MOSTLY_DIFFERENT, StoreBuckets, bucket_count
 from memtui.sources.shapes import Progress
 
-KEY_HASHES = "1"
+KEY_HASHES = "2"
 """The format of the index's ``key_hashes`` table (an index without it is rebuilt)."""
 MERGE_PAGES = 64
 """The full-text index's incremental merge after a refresh's deletions (pages, about)."""
@@ -401,8 +401,7 @@ class SyncedIndex(SourceIndex):
             meta = index.meta()
             if meta.get("source_fingerprint") == fingerprint:
                 return index
-            if meta.get("sync_mark"):
-                self._refresh(index, meta, probe, fingerprint)
+            if meta.get("sync_mark") and self._refresh(index, meta, probe, fingerprint):
                 return index
         self._build(probe, fingerprint, progress)
         assert self._store is not None
@@ -430,7 +429,9 @@ class SyncedIndex(SourceIndex):
 
     def _refresh(
         self, index: PostgresIndex, meta: Mapping[str, str], probe: StoreProbe, fingerprint: str
-    ) -> None:
+    ) -> bool:
+        """Bring the index up to date by what changed; False when it had better be built
+        again (most of its key-hash buckets differ from the store's)."""
         started = time.perf_counter()
         feed = self.feed
         at = feed.database_now()
@@ -439,7 +440,8 @@ class SyncedIndex(SourceIndex):
         report = SyncReport(action="refreshed", at=at, rows_read=len(changed))
         report.written = index.upsert(changed)
         if index.record_count() != probe.rows:  # deleted rows (or rows the window missed)
-            self._find_deletions(index, report)
+            if not self._find_deletions(index, report):
+                return False
         if json.dumps(probe.expiries) != meta.get("sync_expiries"):
             self._sync_expiries(index, probe, meta["sync_mark"], report)
         index.set_meta(
@@ -453,8 +455,9 @@ class SyncedIndex(SourceIndex):
         index.checkpoint()
         report.seconds = time.perf_counter() - started
         self.last_sync = report
+        return True
 
-    def _find_deletions(self, index: PostgresIndex, report: SyncReport) -> None:
+    def _find_deletions(self, index: PostgresIndex, report: SyncReport) -> bool:
         """Compare rows per key-hash bucket. The index's ids in the buckets that differ are
         looked up in the store by key (its primary key: no scan); those it lacks are
         removed. Only a bucket where the store still holds more rows than the index
@@ -466,15 +469,17 @@ class SyncedIndex(SourceIndex):
         report.buckets_compared = buckets
         differ = sorted(b for b in set(remote) | set(local) if remote.get(b, 0) != local.get(b, 0))
         if not differ:
-            return
+            return True
         here = index.ids_in_buckets(buckets, differ)
         held = set().union(*here.values())
+        if len(held) > MOSTLY_DIFFERENT * index.record_count():
+            return False
         kept = feed.existing(sorted(held))
         report.ids_read = len(kept)
         report.removed = index.remove(sorted(held - kept))
         short = [b for b in differ if remote.get(b, 0) > len(here.get(b, set()) & kept)]
         if not short:
-            return
+            return True
         there = feed.buckets.ids_in(buckets, short)
         report.ids_read += len(there)
         missed = sorted(there - held)  # rows the refresh's window could not see
@@ -482,6 +487,7 @@ class SyncedIndex(SourceIndex):
             rows = feed.rows_by_id(missed)
             report.rows_read += len(rows)
             report.written += index.upsert(rows)
+        return True
 
     def _sync_expiries(
         self, index: PostgresIndex, probe: StoreProbe, mark: str, report: SyncReport

@@ -7,7 +7,6 @@ so the tests' clock decides what is expired.
 
 from __future__ import annotations
 
-import hashlib
 from datetime import timedelta
 from typing import Any
 
@@ -102,15 +101,22 @@ def vector_text_casts(source: Any, statement: tuple[str, list[Any]], column: str
     return found
 
 
-def key_bucket(key_text: str, buckets: int) -> int:
-    """A key's bucket of memtui's deletion check, computed here (the first 32 bits of the
-    MD5 of its key text), not by the database."""
-    return int(hashlib.md5(key_text.encode("utf-8")).hexdigest()[:8], 16) & (buckets - 1)
+def key_buckets(url: str, key_texts: list[str], buckets: int) -> list[int]:
+    """These key texts' buckets of memtui's deletion check (``hashtext`` in the database,
+    as the index's key hashes are made)."""
+    rows = sql(
+        url,
+        'SELECT hashtext(t COLLATE "C") & %s FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) '
+        "ORDER BY n",
+        (buckets - 1, key_texts),
+    )
+    return [int(r[0]) for r in rows]
 
 
 def rows_in_buckets(url: str, gone: list[tuple[str, str]], buckets: int) -> int:
     """How many store rows share a bucket with one of the ``gone`` (prefix, key) pairs: the
-    ids a refresh reads to find them."""
-    chosen = {key_bucket(f"{p}\x1f{k}", buckets) for p, k in gone}
+    ids a refresh looks up to find them."""
+    chosen = set(key_buckets(url, [f"{p}\x1f{k}" for p, k in gone], buckets))
     rows = sql(url, "SELECT prefix, key FROM store")
-    return sum(1 for p, k in rows if key_bucket(f"{p}\x1f{k}", buckets) in chosen)
+    texts = [f"{p}\x1f{k}" for p, k in rows]
+    return sum(1 for b in key_buckets(url, texts, buckets) if b in chosen)

@@ -25,7 +25,7 @@ from .mem0_support import (
     write_history,
     write_telemetry,
 )
-from .support import key_bucket, vector_text_casts
+from .support import key_buckets, vector_text_casts
 
 pytest.importorskip("mem0")
 
@@ -254,9 +254,9 @@ def test_the_keyword_index_is_refreshed_by_what_changed(pg_server):
             assert sync.rows_read == 2 and sync.written == 1 and sync.removed == 2
             # the ids of the key-hash buckets that lost a memory only (of 64 counted)
             assert sync.buckets_compared == 64
-            gone = {key_bucket(memory_id(name), 64) for name in ("bulk03", "paris")}
+            gone = set(key_buckets(url, [memory_id(n) for n in ("bulk03", "paris")], 64))
             left = [str(r[0]) for r in sql(url, "SELECT id FROM memories")]
-            assert sync.ids_read == sum(1 for i in left if key_bucket(i, 64) in gone)
+            assert sync.ids_read == sum(1 for b in key_buckets(url, left, 64) if b in gone)
             assert sync.ids_read < len(MEMORIES) // 4
             assert found == [record_id("rome")]
             assert record_id("paris") not in [r.id for r in source.search("paris").results]

@@ -188,3 +188,31 @@ def test_an_index_without_key_hashes_is_built_again(lg_url, tmp_path):
         source.search("trip")
         assert source.index.last_sync.action == "built"
         assert source.index.store().query("SELECT count(*) FROM key_hashes")[0][0] == len(ITEMS)
+
+
+def test_key_hashes_that_no_longer_agree_build_the_index_again(lg_store, tmp_path):
+    """When most of the index's rows are in buckets that differ (its key hashes are not the
+    server's any more: a restore on another machine), the refresh gives way to a build."""
+    import contextlib
+    import sqlite3
+
+    with opened(lg_store, cache_root=tmp_path) as source:
+        source.search("trip")
+        path = source.index.path
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE key_hashes SET hash = 0")  # every row in bucket 0
+    sql(lg_store, "DELETE FROM store WHERE prefix = 'bulk' AND key = 'b05'")
+    with opened(lg_store, cache_root=tmp_path) as source:
+        source.search("trip")
+        assert source.index.last_sync.action == "built"
+        assert index_rows(source) == store_rows(source)
+        assert bucket_mismatches(source) == 0
+
+
+def bucket_mismatches(source):
+    """Buckets whose counts differ between the store and memtui's index."""
+    index = source.index.store()
+    buckets = 64
+    remote = source.feed.buckets.counts(buckets)
+    local = index.bucket_counts(buckets)
+    return sum(1 for b in set(remote) | set(local) if remote.get(b, 0) != local.get(b, 0))
