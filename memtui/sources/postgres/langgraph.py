@@ -468,8 +468,8 @@ class LangGraphFeed:
             f"{strings})), %s) ELSE s.value::text END, "
             f"{expires}, {hash_sql(KEY_TEXT.format(a='s'))} FROM {source._store} AS s "
             f"CROSS JOIN LATERAL (SELECT {flat} AS flat) AS c "
-            # in key order, as the index keeps them: rows made in the order they are then
-            # sorted and written in are read back from memory in that order (twice faster)
+            # in key order, near the index's: the rows are then sorted and written in
+            # about the order they were made in (measured faster than the heap's order)
             "ORDER BY s.prefix, s.key"
         )
         return sql, [secret, FIELD_SEPARATOR]
