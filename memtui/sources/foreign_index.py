@@ -63,6 +63,7 @@ class CacheRow:
     hidden: bool
     expires_at: str | None  # already mapped to the native strict rule
     vector: bytes | None = None  # little-endian float32
+    key_hash: int | None = None  # a Postgres store's (``memtui.sources.postgres.key_buckets``)
 
 
 def scope_column(key: str) -> str:

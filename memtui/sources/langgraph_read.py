@@ -36,7 +36,7 @@ _LG_TEXT = "%Y-%m-%d %H:%M:%S"  # SQLite CURRENT_TIMESTAMP
 
 
 @functools.lru_cache(maxsize=4096)
-def _secret_field(name: str) -> bool:
+def secret_field(name: str) -> bool:
     """``is_secret_key``, remembered: the same few field names come back in every item."""
     return is_secret_key(name)
 
@@ -48,7 +48,7 @@ def text_fields(value: Any) -> list[str]:
         out.append(value)
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            if _secret_field(str(key)):
+            if secret_field(str(key)):
                 continue
             out.extend(text_fields(item))
     elif isinstance(value, list):

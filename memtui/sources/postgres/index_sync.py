@@ -4,23 +4,28 @@ A SQLite store's index is rebuilt when the file moves on; a Postgres store's is
 refreshed in place (``SyncedIndex``), so that reopening after 1,000 changes
 reads those rows, not the store:
 
-- built once by reading every row in keyset batches; the *mark* is the
-  database's clock when the read began;
-- a refresh runs when the store's change probe (``ChangeFeed.probe``: counts and
-  latest ``updated_at``) differs from the one the index recorded. It reads the rows
-  with ``updated_at`` after the mark less ``LAG_SECONDS`` (a transaction that began
-  before the mark and committed after it is still read), writes those that differ,
-  then the new mark;
+- built once by reading every row through one server-side cursor; the *mark* is
+  the database's clock when the read began;
+- a refresh runs when the store's change probe (``ChangeFeed.probe``: counts,
+  latest ``updated_at``, a digest of the expiries) differs from the one the index
+  recorded. It reads the rows with ``updated_at`` after the mark less
+  ``LAG_SECONDS`` (a transaction that began before the mark and committed after it
+  is still read), writes those that differ, then the new mark;
 - deletions (the agent's own, its TTL sweeper's): when the index holds more rows
-  than the store, the per-group counts (a LangGraph namespace: one row each) tell
-  which groups lost rows, and only those groups' ids are read to find them;
-- refreshed TTLs (LangGraph's ``refresh_ttl`` moves ``expires_at`` without
-  ``updated_at``): when the probe's expiry sums differ, the expiries are read.
+  than the store, the rows per key-hash bucket are counted on both sides and only
+  the index's ids in the buckets whose counts differ are looked up in the store
+  (``memtui.sources.postgres.key_buckets``);
+- expiries that moved without ``updated_at`` (LangGraph's ``refresh_ttl``): when the
+  store's expiry digest differs from the index's own (``expiry_digest``, the same
+  count and sum computed on memtui's copy), the feed reads the rows whose TTL was
+  refreshed since the mark (``refreshed_expiries``); only if the digests still
+  differ (or the feed cannot say) is every expiry read.
 
 What a refresh costs on the server is one scan of the table for the changed rows
-(LangGraph has no index on ``updated_at``) and, after deletions, a ``GROUP BY``;
-what it transfers is the changed rows, the group counts and the ids of the groups
-that lost rows. ``last_sync`` says what the last one read.
+(LangGraph has no index on ``updated_at``) and, after deletions, one scan that
+hashes the keys and a lookup by primary key of the index's ids in the buckets that
+differ; what it transfers is the changed rows, the bucket counts and those ids.
+``last_sync`` says what the last one read.
 
 The index holds content only (the keyword lane): vectors stay in the database and
 ``PostgresIndex.database_vector_lane`` asks the store for the vector lane.
@@ -36,11 +41,17 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+from memtui.core.index import FTS_TABLE
 from memtui.core.search.scores import Lane
 from memtui.sources.cache import SourceIndex, fingerprint_text
-from memtui.sources.foreign_index import CacheRow, ForeignIndex, scope_column
+from memtui.sources.foreign_index import CacheRow, ForeignIndex, StaleIndex, scope_column
+from memtui.sources.postgres.key_buckets import MOSTLY_DIFFERENT, StoreBuckets, bucket_count
 from memtui.sources.shapes import Progress
 
+KEY_HASHES = "2"
+"""The format of the index's ``key_hashes`` table (an index without it is rebuilt)."""
+MERGE_PAGES = 64
+"""The full-text index's incremental merge after a refresh's deletions (pages, about)."""
 LAG_SECONDS = 2.0
 """How far before the mark a refresh reads again: a writer's transaction that began before
 the mark (its ``updated_at``) and committed after it is read by the next refresh."""
@@ -62,10 +73,14 @@ class StoreProbe:
 
 
 class ChangeFeed(Protocol):
-    """What a Postgres source tells its index about the store (see the module docstring)."""
+    """What a Postgres source tells its index about the store (see the module docstring).
 
-    group_key: str | None
-    """The scope key that groups rows for finding deletions (None: one group)."""
+    A feed may also have ``next_mark(now)`` (the mark a read beginning ``now`` leaves)
+    and ``refreshed_expiries(since)`` (the expiries moved since, by source id: then its
+    probe's expiry digest is ``PostgresIndex.expiry_digest``'s)."""
+
+    buckets: StoreBuckets
+    """The store's side of the key-hash comparison that finds deletions."""
 
     def probe(self) -> StoreProbe:
         """A cheap value that changes whenever the store does."""
@@ -77,19 +92,16 @@ class ChangeFeed(Protocol):
         ...
 
     def changed_rows(self, since: str | None) -> Iterable[CacheRow]:
-        """Every row (``since`` None) or the rows updated after ``since``, as index rows."""
-        ...
-
-    def group_counts(self) -> dict[str | None, int]:
-        """Rows per group value in the store."""
-        ...
-
-    def ids_in_groups(self, groups: Sequence[str | None]) -> set[str]:
-        """The source ids of the rows of these groups."""
+        """Every row (``since`` None) or the rows updated after ``since``, as index rows
+        (with their key hashes)."""
         ...
 
     def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
         """These rows as index rows (those that still exist)."""
+        ...
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        """Those of these source ids the store still holds (looked up by its key)."""
         ...
 
     def expiries(self) -> dict[str, str | None]:
@@ -107,7 +119,7 @@ class SyncReport:
     written: int = 0
     removed: int = 0
     ids_read: int = 0
-    groups_counted: int = 0
+    buckets_compared: int = 0
     expiries_read: int = 0
     seconds: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -120,7 +132,7 @@ class SyncReport:
             "written": self.written,
             "removed": self.removed,
             "ids_read": self.ids_read,
-            "groups_counted": self.groups_counted,
+            "buckets_compared": self.buckets_compared,
             "expiries_read": self.expiries_read,
         }
 
@@ -155,6 +167,66 @@ class PostgresIndex(ForeignIndex):
     ) -> Lane:
         assert self.vector_search is not None
         return self.vector_search(query_vector, filters, pool_size, cancelled)
+
+    # -- the key hashes (``key_buckets``): one row per record, gone with it
+
+    def __init__(self, path: Path, *, create: bool = False, **kwargs: Any) -> None:
+        super().__init__(path, create=create, **kwargs)
+        if create:
+            with self.write() as conn:
+                conn.execute(
+                    "CREATE TABLE key_hashes (record_id INTEGER PRIMARY KEY, hash INTEGER NOT NULL)"
+                )
+                conn.execute(
+                    "CREATE TRIGGER key_hashes_ad AFTER DELETE ON records BEGIN "
+                    "DELETE FROM key_hashes WHERE record_id = old.id; END"
+                )
+                self._set_meta(conn, {"key_hashes": KEY_HASHES})
+
+    def _check_format(self) -> None:
+        super()._check_format()
+        if self.meta().get("key_hashes") != KEY_HASHES:
+            raise StaleIndex(f"{self.path} has no key hashes of this format")
+
+    def load(self, rows: Sequence[CacheRow], progress: Progress | None = None) -> None:
+        super().load(rows, progress)
+        with self.write() as conn:
+            conn.executemany(
+                "INSERT INTO key_hashes (record_id, hash) VALUES (?, ?)",
+                [
+                    (n, row.key_hash)
+                    for n, row in enumerate(rows, start=1)
+                    if row.key_hash is not None
+                ],
+            )
+
+    def _write_hashes(self, conn: Any, rows: Sequence[CacheRow]) -> None:
+        conn.executemany(
+            "INSERT OR REPLACE INTO key_hashes (record_id, hash) "
+            "SELECT id, ? FROM records WHERE source_id = ?",
+            [(row.key_hash, row.source_id) for row in rows if row.key_hash is not None],
+        )
+
+    def bucket_counts(self, buckets: int) -> dict[int, int]:
+        """Rows per key-hash bucket (a row without a hash is in none: its bucket then
+        differs, and the refresh reads it again)."""
+        rows = self.query("SELECT hash & ?, count(*) FROM key_hashes GROUP BY 1", (buckets - 1,))
+        return {int(b): int(n) for b, n in rows}
+
+    def ids_in_buckets(self, buckets: int, chosen: Sequence[int]) -> dict[int, set[str]]:
+        """The source ids in these buckets, by bucket."""
+        out: dict[int, set[str]] = {}
+        if not chosen:
+            return out
+        rows = self.query(
+            "SELECT k.hash & ?, r.source_id FROM key_hashes AS k "
+            "JOIN records AS r ON r.id = k.record_id "
+            "WHERE (k.hash & ?) IN (SELECT value FROM json_each(?))",
+            (buckets - 1, buckets - 1, json.dumps(list(chosen))),
+        )
+        for bucket, source_id in rows:
+            out.setdefault(int(bucket), set()).add(str(source_id))
+        return out
 
     # -- keeping it in line with the store
 
@@ -196,16 +268,17 @@ class PostgresIndex(ForeignIndex):
                 updates.append((*state, row.source_id))
                 if current[0] != (row.content or ""):
                     contents.append((row.content or "", row.source_id))
-        if inserts or updates:
-            with self.write() as conn:
-                conn.executemany(insert, inserts)
-                conn.executemany(update, updates)
-                conn.executemany("UPDATE records SET content = ? WHERE source_id = ?", contents)
+        with self.write() as conn:
+            conn.executemany(insert, inserts)
+            conn.executemany(update, updates)
+            conn.executemany("UPDATE records SET content = ? WHERE source_id = ?", contents)
+            self._write_hashes(conn, rows)
         return len(inserts) + len(updates)
 
     def remove(self, source_ids: Iterable[str]) -> int:
-        """Delete these rows (their postings and vectors with them); merges the full-text
-        index afterwards, so a deleted text does not linger in its segments."""
+        """Delete these rows (their postings, vectors and key hashes with them), then one
+        bounded, incremental merge of the full-text index (``merge``, not ``optimize``:
+        its cost does not grow with the index); a forget's purge merges it whole."""
         ids = list(source_ids)
         if not ids:
             return 0
@@ -216,13 +289,43 @@ class PostgresIndex(ForeignIndex):
                     "DELETE FROM records WHERE source_id IN (SELECT value FROM json_each(?))",
                     (json.dumps(ids[start : start + 500]),),
                 ).rowcount
-            from memtui.core.index import FTS_TABLE
-
-            conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+            conn.execute(
+                f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('merge', ?)", (MERGE_PAGES,)
+            )
         return removed
 
+    def expiry_digest(self) -> list[Any]:
+        """``[count, sum]`` of the expiries held, the sum in microseconds since the epoch,
+        as text (None when there is none): a LangGraph store's probe computes the same."""
+        count, seconds, micros = self.query(  # summed apart: their product overflows int64
+            "SELECT count(*), sum(CAST(strftime('%s', substr(expires_at, 1, 19)) AS INTEGER)), "
+            "sum(CAST(substr(expires_at, 21, 6) AS INTEGER)) FROM records "
+            "WHERE expires_at IS NOT NULL"
+        )[0]
+        total = None if seconds is None else int(seconds) * 1_000_000 + int(micros)
+        return [int(count), None if total is None else str(total)]
+
+    def update_expiries(self, expiries: Mapping[str, str | None]) -> int:
+        """Set these rows' expiries (the others are left alone); returns how many moved."""
+        if not expiries:
+            return 0
+        current = {
+            r[0]: r[1]
+            for r in self.query(
+                "SELECT source_id, expires_at FROM records "
+                "WHERE source_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(expiries)),),
+            )
+        }
+        changes = [(v, k) for k, v in expiries.items() if k in current and current[k] != v]
+        if changes:
+            with self.write() as conn:
+                conn.executemany("UPDATE records SET expires_at = ? WHERE source_id = ?", changes)
+        return len(changes)
+
     def set_expiries(self, expiries: Mapping[str, str | None]) -> int:
-        """Bring these rows' expiries in line; returns how many changed."""
+        """Bring every row's expiry in line (those not given have none); returns how many
+        changed."""
         current = dict(
             self.query("SELECT source_id, expires_at FROM records WHERE expires_at IS NOT NULL")
         )
@@ -236,33 +339,6 @@ class PostgresIndex(ForeignIndex):
             with self.write() as conn:
                 conn.executemany("UPDATE records SET expires_at = ? WHERE source_id = ?", changes)
         return len(changes)
-
-    def group_counts(self, key: str | None) -> dict[str | None, int]:
-        if key is None:
-            return {None: self.record_count()}
-        column = scope_column(key)
-        return {g: n for g, n in self.query(f"SELECT {column}, count(*) FROM records GROUP BY 1")}
-
-    def ids_in_groups(self, key: str | None, groups: Sequence[str | None]) -> set[str]:
-        if key is None:
-            return {r[0] for r in self.query("SELECT source_id FROM records")}
-        column = scope_column(key)
-        out: set[str] = set()
-        named = [g for g in groups if g is not None]
-        if named:
-            out.update(
-                r[0]
-                for r in self.query(
-                    f"SELECT source_id FROM records WHERE {column} IN "
-                    "(SELECT value FROM json_each(?))",
-                    (json.dumps(named),),
-                )
-            )
-        if None in groups:
-            out.update(
-                r[0] for r in self.query(f"SELECT source_id FROM records WHERE {column} IS NULL")
-            )
-        return out
 
 
 class SyncedIndex(SourceIndex):
@@ -325,8 +401,7 @@ class SyncedIndex(SourceIndex):
             meta = index.meta()
             if meta.get("source_fingerprint") == fingerprint:
                 return index
-            if meta.get("sync_mark"):
-                self._refresh(index, meta, probe, fingerprint)
+            if meta.get("sync_mark") and self._refresh(index, meta, probe, fingerprint):
                 return index
         self._build(probe, fingerprint, progress)
         assert self._store is not None
@@ -354,7 +429,9 @@ class SyncedIndex(SourceIndex):
 
     def _refresh(
         self, index: PostgresIndex, meta: Mapping[str, str], probe: StoreProbe, fingerprint: str
-    ) -> None:
+    ) -> bool:
+        """Bring the index up to date by what changed; False when it had better be built
+        again (most of its key-hash buckets differ from the store's)."""
         started = time.perf_counter()
         feed = self.feed
         at = feed.database_now()
@@ -363,11 +440,10 @@ class SyncedIndex(SourceIndex):
         report = SyncReport(action="refreshed", at=at, rows_read=len(changed))
         report.written = index.upsert(changed)
         if index.record_count() != probe.rows:  # deleted rows (or rows the window missed)
-            self._find_deletions(index, report)
+            if not self._find_deletions(index, report):
+                return False
         if json.dumps(probe.expiries) != meta.get("sync_expiries"):
-            expiries = feed.expiries()
-            report.expiries_read = len(expiries)
-            index.set_expiries(expiries)
+            self._sync_expiries(index, probe, meta["sync_mark"], report)
         index.set_meta(
             {
                 "sync_mark": mark,
@@ -379,28 +455,59 @@ class SyncedIndex(SourceIndex):
         index.checkpoint()
         report.seconds = time.perf_counter() - started
         self.last_sync = report
+        return True
 
-    def _find_deletions(self, index: PostgresIndex, report: SyncReport) -> None:
-        """Compare rows per group; read the ids of the groups whose counts differ only."""
+    def _find_deletions(self, index: PostgresIndex, report: SyncReport) -> bool:
+        """Compare rows per key-hash bucket. The index's ids in the buckets that differ are
+        looked up in the store by key (its primary key: no scan); those it lacks are
+        removed. Only a bucket where the store still holds more rows than the index
+        found there (a row the refresh's window missed) has its ids read by a scan."""
         feed = self.feed
-        remote = feed.group_counts()
-        report.groups_counted = len(remote)
-        local = index.group_counts(feed.group_key)
-        groups = sorted(
-            (g for g in set(remote) | set(local) if remote.get(g, 0) != local.get(g, 0)),
-            key=lambda g: (g is None, g or ""),
-        )
-        if not groups:
-            return
-        there = feed.ids_in_groups(groups)
-        here = index.ids_in_groups(feed.group_key, groups)
-        report.ids_read = len(there)
-        report.removed = index.remove(sorted(here - there))
-        missed = sorted(there - here)  # rows the refresh's window could not see
+        buckets = bucket_count(index.record_count())
+        remote = feed.buckets.counts(buckets)
+        local = index.bucket_counts(buckets)
+        report.buckets_compared = buckets
+        differ = sorted(b for b in set(remote) | set(local) if remote.get(b, 0) != local.get(b, 0))
+        if not differ:
+            return True
+        here = index.ids_in_buckets(buckets, differ)
+        held = set().union(*here.values())
+        if len(held) > MOSTLY_DIFFERENT * index.record_count():
+            return False
+        kept = feed.existing(sorted(held))
+        report.ids_read = len(kept)
+        report.removed = index.remove(sorted(held - kept))
+        short = [b for b in differ if remote.get(b, 0) > len(here.get(b, set()) & kept)]
+        if not short:
+            return True
+        there = feed.buckets.ids_in(buckets, short)
+        report.ids_read += len(there)
+        missed = sorted(there - held)  # rows the refresh's window could not see
         if missed:
             rows = feed.rows_by_id(missed)
             report.rows_read += len(rows)
             report.written += index.upsert(rows)
+        return True
+
+    def _sync_expiries(
+        self, index: PostgresIndex, probe: StoreProbe, mark: str, report: SyncReport
+    ) -> None:
+        """The store's expiry digest moved: when the index's own digest now agrees (the
+        changed and deleted rows explained it) nothing more is read; else the expiries
+        refreshed since the mark, and only if that does not explain it, every expiry."""
+        refreshed = getattr(self.feed, "refreshed_expiries", None)
+        wanted = json.dumps(probe.expiries)
+        if refreshed is not None:
+            if json.dumps(index.expiry_digest()) == wanted:
+                return
+            moved = refreshed(_minus_lag(mark))
+            report.expiries_read += len(moved)
+            index.update_expiries(moved)
+            if json.dumps(index.expiry_digest()) == wanted:
+                return
+        expiries = self.feed.expiries()
+        report.expiries_read += len(expiries)
+        index.set_expiries(expiries)
 
     def status(self) -> dict[str, Any]:
         out = super().status()

@@ -45,17 +45,21 @@ from memtui.sources.langgraph_read import (
     namespace_facets,
     namespace_parent,
     parse_value,
+    secret_field,
     text_fields,
 )
 from memtui.sources.postgres.catalog import PgDatabase
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, StoreProbe
+from memtui.sources.postgres.key_buckets import StoreBuckets, hash_sql
 from memtui.sources.postgres.langgraph_forget import LangGraphPostgresForget
-from memtui.sources.postgres.source import PostgresSource
+from memtui.sources.postgres.record_ids import id_sql
+from memtui.sources.postgres.source import PostgresSource, Query
 from memtui.sources.postgres.url import like_prefix
 from memtui.sources.postgres.vectors import PgVectors
 
-BATCH = 5000
-"""Rows per keyset batch when memtui's index is built."""
+MAX_KEYS = 256
+"""A build joins the content in the database when the values have at most this many
+distinct top-level keys (each one is checked for a secret name first)."""
 
 
 def iso(moment: Any) -> str | None:
@@ -375,15 +379,18 @@ class LangGraphPostgresSource(LangGraphPostgresForget, PostgresSource):
 class LangGraphFeed:
     """What memtui's index asks a LangGraph ``PostgresStore`` (``ChangeFeed``)."""
 
-    group_key: str | None = "namespace"
-
     def __init__(self, source: LangGraphPostgresSource) -> None:
         self.source = source
+        self.buckets = StoreBuckets(
+            source, source._store, KEY_TEXT.format(a="t"), "t.prefix, t.key", _record_id
+        )
 
     def probe(self) -> StoreProbe:
+        """Rows, the latest ``updated_at``, and the expiries' count and sum in
+        microseconds (``PostgresIndex.expiry_digest`` computes the same on the index)."""
         source = self.source
         ttl = (
-            ", count(expires_at), sum(extract(epoch FROM expires_at))::text"
+            ", count(expires_at), sum((extract(epoch FROM expires_at) * 1000000)::bigint)::text"
             if source._has_ttl()
             else ", 0, NULL"
         )
@@ -400,11 +407,14 @@ class LangGraphFeed:
         """What the index keeps of a row, and nothing more (no vector fields, no times)."""
         source = self.source
         expires = "s.expires_at" if source._has_ttl() else "NULL"
-        return f"SELECT s.prefix, s.key, s.value::text, {expires} FROM {source._store} AS s"
+        return (
+            f"SELECT s.prefix, s.key, s.value::text, {expires}, "
+            f"{hash_sql(KEY_TEXT.format(a='s'))} FROM {source._store} AS s"
+        )
 
     @staticmethod
     def _index_row(row: Sequence[Any]) -> CacheRow:
-        prefix, key, raw, expires = row
+        prefix, key, raw, expires, key_hash = row
         if isinstance(raw, str | bytes | bytearray):
             value, problem = parse_value(raw)
         else:
@@ -417,6 +427,7 @@ class LangGraphFeed:
             scope={"namespace": prefix},
             hidden=False,
             expires_at=format_timestamp(expires) if expires is not None else None,
+            key_hash=int(key_hash),
         )
 
     def changed_rows(self, since: str | None) -> Iterator[CacheRow]:
@@ -428,32 +439,77 @@ class LangGraphFeed:
             )
             yield from map(self._index_row, rows)
             return
-        cursor: list[Any] = []
-        while True:
-            where = "WHERE (s.prefix, s.key) > (%s, %s) " if cursor else ""
-            rows = source.query(
-                f"{self._select()} {where}ORDER BY s.prefix, s.key LIMIT %s", [*cursor, BATCH]
-            )
-            yield from map(self._index_row, rows)
-            if len(rows) < BATCH:
-                return
-            cursor = [rows[-1][0], rows[-1][1]]
+        yield from source.stream(self._build_select, self._built_row)
 
-    def group_counts(self) -> dict[str | None, int]:
+    def _build_select(self, query: Query) -> tuple[str, list[Any]]:
+        """A build's read: the id and the key hash as the database makes them, the
+        namespace, the expiry, and the content: a flat object's strings joined by the
+        database (its secret-named fields left out: its distinct top-level keys are read
+        first, in the same snapshot, and checked here), else the value as text for
+        ``text_fields``. Beyond ``MAX_KEYS`` distinct keys every value comes as text."""
         source = self.source
-        rows = source.query(f"SELECT prefix, count(*) FROM {source._store} GROUP BY prefix")
-        return {str(p): int(n) for p, n in rows}
-
-    def ids_in_groups(self, groups: Sequence[str | None]) -> set[str]:
-        source = self.source
-        named = [g for g in groups if g is not None]
-        rows = source.query(
-            f"SELECT prefix, key FROM {source._store} WHERE prefix = ANY(%s)", [named]
+        expires = "s.expires_at" if source._has_ttl() else "NULL"
+        keys = query(
+            f"SELECT DISTINCT k FROM {source._store} AS s, jsonb_object_keys("
+            "CASE WHEN jsonb_typeof(s.value) = 'object' THEN s.value END) AS k LIMIT %s",
+            [MAX_KEYS + 1],
         )
-        return {encode_id(ID_PREFIX, p, k) for p, k in rows}
+        secret = [str(k) for (k,) in keys if secret_field(str(k))]
+        flat = (
+            "jsonb_typeof(s.value) = 'object' AND NOT jsonb_path_exists(s.value, "
+            '\'$.* ? (@.type() == "object" || @.type() == "array")\')'
+            if len(keys) <= MAX_KEYS
+            else "FALSE"
+        )
+        strings = "jsonb_path_query_array(s.value - %s::text[], '$.* ? (@.type() == \"string\")')"
+        sql = (
+            f"SELECT {id_sql(ID_PREFIX, 's.prefix', 's.key')}, s.prefix, c.flat, "
+            "CASE WHEN c.flat THEN array_to_string(ARRAY(SELECT jsonb_array_elements_text("
+            f"{strings})), %s) ELSE s.value::text END, "
+            f"{expires}, {hash_sql(KEY_TEXT.format(a='s'))} FROM {source._store} AS s "
+            f"CROSS JOIN LATERAL (SELECT {flat} AS flat) AS c "
+            # in key order, near the index's: the rows are then sorted and written in
+            # about the order they were made in (measured faster than the heap's order)
+            "ORDER BY s.prefix, s.key"
+        )
+        return sql, [secret, FIELD_SEPARATOR]
+
+    @staticmethod
+    def _built_row(row: Sequence[Any]) -> CacheRow:
+        record_id, prefix, flat, content, expires, key_hash = row
+        if not flat:
+            value, problem = parse_value(content)
+            content = FIELD_SEPARATOR.join(text_fields(value)) if problem is None else str(value)
+        return CacheRow(
+            source_id=record_id,
+            tier=prefix.split(".", 1)[0] if prefix else "",
+            record_type="item",
+            content=content or "",
+            scope={"namespace": prefix},
+            hidden=False,
+            expires_at=format_timestamp(expires) if expires is not None else None,
+            key_hash=int(key_hash),
+        )
 
     def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
-        return [self.source.cache_row(r) for r in self.source.get_many(ids).values()]
+        return [self._index_row(row) for row in self._by_key(self._select(), ids)]
+
+    def existing(self, ids: Sequence[str]) -> set[str]:
+        select = f"SELECT s.prefix, s.key FROM {self.source._store} AS s"
+        return {_record_id(row) for row in self._by_key(select, ids)}
+
+    def _by_key(self, select: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+        """``select``'s rows of these ids, by the primary key (``store_pkey``)."""
+        keys = [k for k in (decode_id(ID_PREFIX, i, 2) for i in ids) if k is not None]
+        out: list[tuple[Any, ...]] = []
+        for start in range(0, len(keys), 1000):
+            chunk = keys[start : start + 1000]
+            out += self.source.query(
+                f"{select} WHERE (s.prefix, s.key) IN "
+                "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+                [[k[0] for k in chunk], [k[1] for k in chunk]],
+            )
+        return out
 
     def expiries(self) -> dict[str, str | None]:
         source = self.source
@@ -463,6 +519,28 @@ class LangGraphFeed:
             f"SELECT prefix, key, expires_at FROM {source._store} WHERE expires_at IS NOT NULL"
         )
         return {encode_id(ID_PREFIX, p, k): format_timestamp(e) for p, k, e in rows}
+
+    def refreshed_expiries(self, since: str) -> dict[str, str | None]:
+        """The expiries LangGraph refreshed after ``since`` (its ``refresh_ttl`` sets
+        ``expires_at = now() + ttl_minutes``, leaving ``updated_at``): the rows whose
+        expiry less their TTL is after it."""
+        source = self.source
+        if not source._has_ttl():
+            return {}
+        rows = source.query(
+            f"SELECT prefix, key, expires_at FROM {source._store} WHERE expires_at IS NOT NULL "
+            "AND ttl_minutes IS NOT NULL AND expires_at - ttl_minutes * interval '1 minute' > %s",
+            [datetime.fromisoformat(since)],
+        )
+        return {encode_id(ID_PREFIX, p, k): format_timestamp(e) for p, k, e in rows}
+
+
+KEY_TEXT = "{a}.prefix || chr(31) || {a}.key"
+"""A LangGraph row's key text (its key hash is this text's)."""
+
+
+def _record_id(row: Sequence[Any]) -> str:
+    return encode_id(ID_PREFIX, row[0], row[1])
 
 
 def _q(name: str) -> str:

@@ -5,8 +5,9 @@
   those whose ``updated_at`` (UTC ISO text, as mem0 writes it) is after the
   mark, less the lag. The mark is the latest ``updated_at`` the collection held
   when the read began (mem0 stamps it with the agent's clock, not the
-  database's). Deletions are found per ``user_id`` (the groups whose counts
-  differ); a row whose payload has no ``updated_at`` is read when they differ.
+  database's). Deletions are found by key-hash buckets (the id's,
+  ``key_buckets``); a row whose payload has no ``updated_at`` is read when its
+  bucket's count differs.
 - ``Mem0Vectors``: ``ORDER BY vector <=> query LIMIT k`` on the collection, the
   filters and mem0's live rule in the same WHERE, through the shared
   ``nearest`` (the collection's HNSW index, ``COLLECTION_hnsw_idx``, or an exact
@@ -17,6 +18,7 @@
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -24,11 +26,12 @@ from typing import TYPE_CHECKING, Any
 from memtui.core.cancel import stop_if
 from memtui.core.search.hidden import dates_of
 from memtui.core.search.scores import Lane, lane_from_ranking
-from memtui.sources.base import encode_id
+from memtui.sources.base import decode_id, encode_id
 from memtui.sources.foreign_index import CacheRow
 from memtui.sources.mem0_payload import SCOPE_KEYS, expiry_moment
 from memtui.sources.postgres.catalog import Catalog
 from memtui.sources.postgres.index_sync import StoreProbe
+from memtui.sources.postgres.key_buckets import StoreBuckets, hash_sql
 from memtui.sources.postgres.vectors import (
     ann_index,
     describe_vectors,
@@ -41,20 +44,19 @@ if TYPE_CHECKING:
     from memtui.sources.postgres.index_sync import PostgresIndex
     from memtui.sources.postgres.mem0_pgvector import Mem0PgvectorSource
 
-BATCH = 5000
-"""Rows per keyset batch when memtui's index is built."""
 _DATA = "'data'"
 _EXPIRY = "'expiration_date'"
-GROUP_SQL = "NULLIF(t.payload->>'user_id', '')"
 
 
 class Mem0Feed:
     """What memtui's index asks a mem0 pgvector collection (``ChangeFeed``)."""
 
-    group_key: str | None = "user_id"
-
     def __init__(self, source: Mem0PgvectorSource) -> None:
         self.source = source
+        prefix = source.id_prefix
+        self.buckets = StoreBuckets(
+            source, source._table, "t.id::text", "t.id", lambda r: encode_id(prefix, str(r[0]))
+        )
 
     def probe(self) -> StoreProbe:
         source = self.source
@@ -91,11 +93,11 @@ class Mem0Feed:
         scopes = ", ".join(f"NULLIF(t.payload->>'{k}', '')" for k in SCOPE_KEYS)
         return (
             f"SELECT t.id, {text.format(_DATA)}, t.payload->>'memory_type', {scopes}, "
-            f"{text.format(_EXPIRY)} FROM {self.source._table} AS t"
+            f"{text.format(_EXPIRY)}, {hash_sql('t.id::text')} FROM {self.source._table} AS t"
         )
 
     def _index_row(self, row: Sequence[Any]) -> CacheRow:
-        memory_id, content, memory_type, *scopes, expires = row
+        memory_id, content, memory_type, *scopes, expires, key_hash = row
         procedural = memory_type == "procedural_memory"
         return CacheRow(
             source_id=encode_id(self.source.id_prefix, str(memory_id)),
@@ -105,6 +107,7 @@ class Mem0Feed:
             scope=dict(zip(SCOPE_KEYS, scopes, strict=True)),
             hidden=False,
             expires_at=expiry_moment(expires),
+            key_hash=int(key_hash),
         )
 
     def changed_rows(self, since: str | None) -> Iterator[CacheRow]:
@@ -116,31 +119,33 @@ class Mem0Feed:
             )
             yield from map(self._index_row, rows)
             return
-        cursor: list[Any] = []
-        while True:
-            where = "WHERE t.id > %s " if cursor else ""
-            rows = source.query(f"{self._select()} {where}ORDER BY t.id LIMIT %s", [*cursor, BATCH])
-            yield from map(self._index_row, rows)
-            if len(rows) < BATCH:
-                return
-            cursor = [rows[-1][0]]
+        yield from source.stream(lambda _query: (self._select(), []), self._index_row)
 
-    def group_counts(self) -> dict[str | None, int]:
-        source = self.source
-        rows = source.query(f"SELECT {GROUP_SQL}, count(*) FROM {source._table} AS t GROUP BY 1")
-        return {None if g is None else str(g): int(n) for g, n in rows}
+    def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
+        rows = self.source.query(
+            f"{self._select()} WHERE t.id = ANY(%s::uuid[])", [self._memory_ids(ids)]
+        )
+        return [self._index_row(row) for row in rows]
 
-    def ids_in_groups(self, groups: Sequence[str | None]) -> set[str]:
+    def existing(self, ids: Sequence[str]) -> set[str]:
         source = self.source
-        named = [g for g in groups if g is not None]
-        nulls = " OR NULLIF(t.payload->>'user_id', '') IS NULL" if None in groups else ""
         rows = source.query(
-            f"SELECT t.id FROM {source._table} AS t WHERE {GROUP_SQL} = ANY(%s){nulls}", [named]
+            f"SELECT t.id FROM {source._table} AS t WHERE t.id = ANY(%s::uuid[])",
+            [self._memory_ids(ids)],
         )
         return {encode_id(source.id_prefix, str(r[0])) for r in rows}
 
-    def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
-        return [self.source.cache_row(r) for r in self.source.get_many(ids).values()]
+    def _memory_ids(self, ids: Sequence[str]) -> list[str]:
+        """The memory ids (uuids) of these record ids; others left out."""
+        out: list[str] = []
+        for record_id in ids:
+            parts = decode_id(self.source.id_prefix, record_id, 1)
+            if parts is not None:
+                try:
+                    out.append(str(uuid.UUID(parts[0])))
+                except ValueError:
+                    continue
+        return out
 
     def expiries(self) -> dict[str, str | None]:
         source = self.source

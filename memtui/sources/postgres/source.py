@@ -24,11 +24,12 @@ one database transaction (``_apply_forget``); the purge after it and its checks 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from memtui.config import current
 from memtui.sources.base import (
@@ -51,6 +52,20 @@ from memtui.sources.postgres.gaps import SCAN_LIMIT, PgGaps
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, SyncedIndex
 from memtui.sources.postgres.page_purge import PagePurge
 from memtui.sources.postgres.url import PgTarget, quote_identifier
+
+T = TypeVar("T")
+STREAM_BATCH = 20_000
+"""Rows per fetch of a server-side cursor (a build's read)."""
+
+
+Query = Callable[..., list[tuple[Any, ...]]]
+"""``query(sql, params=())``: the rows of one statement."""
+Statement = Callable[[Query], tuple[str, Sequence[Any]]]
+"""What makes a streamed read's SQL and parameters (``PostgresSource.stream``)."""
+
+
+def _fetch_all(conn: Any, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return list(conn.execute(sql, params or None).fetchall())
 
 
 def store_key(conn: PgConnection, schema: str) -> tuple[str, dict[str, Any]]:
@@ -176,6 +191,32 @@ class PostgresSource(ForeignSource):
         """One read, fetched to the end (retried while the database is busy)."""
         with self._lock:
             return self.pg.query(sql, params)
+
+    def stream(self, statement: Statement, convert: Callable[[Sequence[Any]], T]) -> list[T]:
+        """Every row of one read, through a server-side cursor in batches of
+        ``STREAM_BATCH``, each turned by ``convert`` as it comes. The read runs in one
+        ``REPEATABLE READ`` transaction with ``statement(query)``, which makes the SQL
+        and its parameters from what ``query`` reads first: both see one snapshot."""
+
+        def work(conn: Any) -> list[T]:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            sql, params = statement(lambda text, args=(): _fetch_all(conn, text, args))
+            out: list[T] = []
+            collecting = gc.isenabled()
+            gc.disable()  # the rows made here are all kept: no cycle to collect among them
+            try:
+                with conn.cursor(name="memtui_stream") as cursor:
+                    cursor.itersize = STREAM_BATCH
+                    cursor.execute(sql, params)
+                    while rows := cursor.fetchmany(STREAM_BATCH):
+                        out.extend(map(convert, rows))
+            finally:
+                if collecting:
+                    gc.enable()
+            return out
+
+        with self._lock:
+            return self.pg.run(work, transaction=True)
 
     def table(self, name: str) -> str:
         """``"schema"."name"``: a table of the store, quoted."""

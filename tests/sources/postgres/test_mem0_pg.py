@@ -25,7 +25,7 @@ from .mem0_support import (
     write_history,
     write_telemetry,
 )
-from .support import vector_text_casts
+from .support import key_buckets, vector_text_casts
 
 pytest.importorskip("mem0")
 
@@ -252,7 +252,12 @@ def test_the_keyword_index_is_refreshed_by_what_changed(pg_server):
             assert sync.action == "refreshed"
             # the changed memory, and the one stamped at the mark (read again within the lag)
             assert sync.rows_read == 2 and sync.written == 1 and sync.removed == 2
-            assert sync.ids_read == 15  # the ids of the two users that lost a memory only
+            # the ids of the key-hash buckets that lost a memory only (of 64 counted)
+            assert sync.buckets_compared == 64
+            gone = set(key_buckets(url, [memory_id(n) for n in ("bulk03", "paris")], 64))
+            left = [str(r[0]) for r in sql(url, "SELECT id FROM memories")]
+            assert sync.ids_read == sum(1 for b in key_buckets(url, left, 64) if b in gone)
+            assert sync.ids_read < len(MEMORIES) // 4
             assert found == [record_id("rome")]
             assert record_id("paris") not in [r.id for r in source.search("paris").results]
             assert source.data_version() != version  # the app's "live: N new" probe moved

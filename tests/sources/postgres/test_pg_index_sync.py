@@ -7,7 +7,7 @@ from conftest import fixed_clock
 
 from memtui.sources import open_source
 
-from .support import ITEMS, open_library, sql
+from .support import ITEMS, open_library, rows_in_buckets, sql
 
 
 def opened(url, **kwargs):
@@ -51,10 +51,10 @@ def test_reopening_after_changes_reads_only_the_changed_rows(lg_store):
         assert report.rows_read == 3  # the two puts and the update: nothing else came over
         assert report.written == 3
         assert report.removed == 3
-        # only the groups that lost rows had their ids read: bulk (22 left) and the emptied
-        # memories.user-2.sub (none left); the rows per namespace came as 9 counts
-        assert report.ids_read == 22
-        assert report.groups_counted == 9
+        # only the key-hash buckets that lost rows had their ids read (of 64 counted)
+        assert report.buckets_compared == 64
+        gone = [("bulk", "b03"), ("bulk", "b04"), ("memories.user-2.sub", "deep")]
+        assert report.ids_read == rows_in_buckets(lg_store, gone, 64) < len(ITEMS) // 4
         assert [r.id for r in response.results] == ["lg:memories.user-1/trip"]
         assert index_rows(source) == store_rows(source)
         assert response.trace.source.index_refreshed.startswith("refreshed ")
@@ -77,7 +77,8 @@ def test_a_refreshed_ttl_reaches_the_index_without_updated_at(lg_store):
     with opened(lg_store) as source:
         found = {r.id for r in source.search("scratch").results}
         report = source.index.last_sync
-        assert report.rows_read == 0 and report.expiries_read == 2
+        assert report.rows_read == 0
+        assert report.expiries_read == 1  # the refreshed one only, not every expiry
         assert "lg:sessions.s-1/short" in found  # live again, in the store and in the index
         assert index_rows(source) == store_rows(source)
 
@@ -101,3 +102,117 @@ def test_a_row_the_window_missed_is_found_by_the_counts(lg_store):
         report = source.index.last_sync
         assert report.removed == 2 and report.rows_read == 1
         assert index_rows(source) == store_rows(source)
+
+
+def test_a_refresh_matches_a_fresh_build(lg_store, tmp_path):
+    """A deletion in the biggest namespace, an update, a new namespace and LangGraph's
+    TTL sweeper deleting the expired items: the refreshed index holds what a build from
+    scratch holds, and the sweep reads no expiry (the index's own digest explains it)."""
+    with opened(lg_store) as source:
+        source.search("coffee")
+    with open_library(lg_store) as store:
+        store.delete(("bulk",), "b11")
+        store.put(("bulk",), "b12", {"text": "bulk item twelve, rewritten about tea"})
+        store.put(("projects", "apollo"), "kickoff", {"text": "kickoff on Monday"})
+        swept = store.sweep_ttl()  # the server's clock: both pinned TTL items have passed
+    assert swept == 2
+    with opened(lg_store) as source:
+        source.search("tea")
+        report = source.index.last_sync
+        assert (report.rows_read, report.written, report.removed) == (2, 2, 3)
+        assert report.expiries_read == 0
+        refreshed = full_index(source)
+    with opened(lg_store, cache_root=tmp_path / "fresh") as fresh:
+        fresh.search("tea")
+        assert fresh.index.last_sync.action == "built"
+        assert refreshed == full_index(fresh)
+    assert ("lg:projects.apollo/kickoff", "projects", "kickoff on Monday", None) in [
+        row[:4] for row in refreshed
+    ]
+
+
+def full_index(source):
+    """Every row of memtui's index, with its scope and key hash."""
+    index = source.index.store()
+    return sorted(
+        tuple(r)
+        for r in index.query(
+            "SELECT r.source_id, r.tier, r.content, r.expires_at, r.scope_namespace, k.hash "
+            "FROM records AS r LEFT JOIN key_hashes AS k ON k.record_id = r.id"
+        )
+    )
+
+
+ODD_VALUES = [
+    (("shapes",), "flat", {"text": "plain words", "n": 3, "ok": True, "none": None}, None),
+    (
+        ("shapes",),
+        "nested",
+        {"text": "outer", "inner": {"deep": "inner words", "k": [1, "two"]}},
+        None,
+    ),
+    (("shapes",), "list", {"items": ["alpha", {"beta": "gamma"}]}, None),
+    (("shapes",), "secret", {"note": "kept", "api_key": "sk-hidden", "sessionId": "x1"}, None),
+    (("shapes",), "empty", {}, None),
+    (("shapes", "ünï"), "cödé/é", {"text": "non-ASCII namespace and key"}, None),
+]
+
+
+def test_a_build_joins_the_content_as_text_fields_does(pg_url):
+    """The content a build joins in the database (flat objects) or decodes here (the
+    rest) is the content a fresh read of the store gives; no secret-named field's text."""
+    from .support import write_store
+
+    write_store(pg_url, ODD_VALUES)
+    with opened(pg_url) as source:
+        assert index_rows(source) == store_rows(source)
+        held = " ".join(row[1] for row in index_rows(source))
+        assert "sk-hidden" not in held and "x1" not in held and "kept" in held
+        assert "lg:shapes.%C3%BCn%C3%AF/c%C3%B6d%C3%A9%2F%C3%A9" in {
+            r[0] for r in index_rows(source)
+        }
+
+
+def test_an_index_without_key_hashes_is_built_again(lg_url, tmp_path):
+    """An index file an older memtui wrote (no ``key_hashes``) is rebuilt, not refreshed."""
+    import contextlib
+    import sqlite3
+
+    with opened(lg_url, cache_root=tmp_path) as source:
+        source.search("trip")
+        path = source.index.path
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("DELETE FROM meta WHERE key = 'key_hashes'")
+        conn.execute("DROP TABLE key_hashes")
+    with opened(lg_url, cache_root=tmp_path) as source:
+        source.search("trip")
+        assert source.index.last_sync.action == "built"
+        assert source.index.store().query("SELECT count(*) FROM key_hashes")[0][0] == len(ITEMS)
+
+
+def test_key_hashes_that_no_longer_agree_build_the_index_again(lg_store, tmp_path):
+    """When most of the index's rows are in buckets that differ (its key hashes are not the
+    server's any more: a restore on another machine), the refresh gives way to a build."""
+    import contextlib
+    import sqlite3
+
+    with opened(lg_store, cache_root=tmp_path) as source:
+        source.search("trip")
+        path = source.index.path
+    with contextlib.closing(sqlite3.connect(path)) as conn, conn:
+        conn.execute("UPDATE key_hashes SET hash = 0")  # every row in bucket 0
+    sql(lg_store, "DELETE FROM store WHERE prefix = 'bulk' AND key = 'b05'")
+    with opened(lg_store, cache_root=tmp_path) as source:
+        source.search("trip")
+        assert source.index.last_sync.action == "built"
+        assert index_rows(source) == store_rows(source)
+        assert bucket_mismatches(source) == 0
+
+
+def bucket_mismatches(source):
+    """Buckets whose counts differ between the store and memtui's index."""
+    index = source.index.store()
+    buckets = 64
+    remote = source.feed.buckets.counts(buckets)
+    local = index.bucket_counts(buckets)
+    return sum(1 for b in set(remote) | set(local) if remote.get(b, 0) != local.get(b, 0))
