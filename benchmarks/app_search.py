@@ -58,8 +58,9 @@ async def _drive(store: MemoryStore, embedder: Any, queries: list[str], repeats:
         source.get_many([c.id for c in response.candidates])
 
     async with app.run_test(size=SIZE) as pilot:
+        await _until(app, lambda: bool(app.browse.table.records))
+        await pilot.press("2")  # the Search tab is built when first shown
         await _until(app, lambda: app.mounted_pane("search") is not None)
-        await pilot.press("2")
         pane = app.query_one(SearchPane)
         box = app.query_one("#query", Input)
 

@@ -7,6 +7,7 @@ offers each action the source can do (``offers``).
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import subprocess
 import threading
@@ -138,9 +139,10 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
         self.kept_reasons: dict[tuple[str, str], str] = {}
         self.check_report: dict[str, Any] | None = None
         self._check_process: subprocess.Popen[str] | None = None
-        self._panes_state = "pending"
+        self._first_screen = False
+        self._pane_mounts: dict[str, asyncio.Task[None]] = {}
+        """The tabs after Browse whose pane is mounting or mounted (each on first show)."""
         self._first_tier_counts: Future[tuple[dict[str, int], dict[str, int]]] | None = None
-        """The hidden tabs: "pending" until Browse's first page, "mounting", "mounted"."""
 
     # ------------------------------------------------------------ layout
 
@@ -160,14 +162,15 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
         with TabbedContent(id="tabs", initial="browse"):
             for number, (tab, title) in enumerate(TABS, start=1):
                 with TabPane(f"{number} {title}", id=tab):
-                    if tab == "browse":  # the others mount once Browse shows its first page
+                    if tab == "browse":  # the others are built when first shown
                         yield BrowsePane(
                             self.source, self.take_first_tier_counts(), id="browse-pane"
                         )
         yield KeysFooter()
 
     def _hidden_pane(self, tab: str) -> Pane:
-        """The pane of a tab after Browse; its module loads when the pane is built."""
+        """The pane of a tab after Browse; its module loads when the pane is built (the
+        first time the tab is shown)."""
         if tab == "search":
             from memtui.tui.search_view import SearchPane
 
@@ -209,12 +212,12 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
         future, self._first_tier_counts = self._first_tier_counts, None
         return future
 
-    HIDDEN_TABS_AT_THE_LATEST = 1.5
-    """Seconds after start at which the hidden tabs mount even if Browse has no page yet."""
+    CHECK_AT_THE_LATEST = 1.5
+    """Seconds after start at which the file check starts even if Browse has no page yet."""
 
     def on_mount(self) -> None:
         self.browse.table.focus()
-        self.set_timer(self.HIDDEN_TABS_AT_THE_LATEST, self._first_screen_shown)
+        self.set_timer(self.CHECK_AT_THE_LATEST, self._first_screen_shown)
         # "now" is the store's clock (fixed by MEMTUI_NOW in demos and tests), never the
         # terminal's; it only matters for expiry, so a coarse refresh is enough.
         self.set_interval(30, self._tick)
@@ -222,34 +225,40 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
             self.set_interval(self.poll_interval, self._poll)
         self._load_banner()
 
-    def _when_tabs_mounted(self, action: Callable[..., Any], *args: Any) -> None:
-        """Run a key's action once the hidden tabs exist (mounting them now if need be)."""
-        if self._panes_state == "pending":
-            self.call_later(self._first_screen_shown)
-        self.set_timer(0.05, lambda: action(*args))
+    async def shown_pane(self, tab: str) -> Pane | None:
+        """The tab's pane, mounted now if the tab was never shown (None: the app is
+        closing). A tab nobody opens costs nothing: its widgets are built on first show,
+        once (a second key pressed while it mounts waits for the same mount)."""
+        pane = self.mounted_pane(tab)
+        if pane is not None:
+            return pane
+        mounting = self._pane_mounts.get(tab)
+        if mounting is None:
+            container = self.query_one(f"#{tab}", TabPane)
+            if not container.is_attached:
+                return None
+            mounting = asyncio.ensure_future(self._mount_pane(container, tab))
+            self._pane_mounts[tab] = mounting
+        await mounting
+        return self.mounted_pane(tab)
+
+    async def _mount_pane(self, container: TabPane, tab: str) -> None:
+        await container.mount(self._hidden_pane(tab))
 
     @on(RecordTable.PageLoaded)
     def _page_shown(self) -> None:
-        if self._panes_state == "pending":
+        if not self._first_screen:
             self.call_after_refresh(self._first_screen_shown)
 
     async def _first_screen_shown(self) -> None:
-        """Browse shows its first page: mount the hidden tabs and start the file check.
+        """Browse shows its first page: start the file check.
 
-        Not before: at a million records their widgets and the check (a child
-        process reading the whole file) would compete with the first screen.
+        Not before: at a million records the check (a child process reading the whole
+        file) would compete with the first screen.
         """
-        if self._panes_state != "pending":
+        if self._first_screen:
             return
-        self._panes_state = "mounting"
-        for tab, _ in TABS[1:]:
-            pane = self.query_one(f"#{tab}", TabPane)
-            if not pane.is_attached:  # the app is closing (quit as the first page showed)
-                return
-            await pane.mount(self._hidden_pane(tab))
-        self._panes_state = "mounted"
-        if self.active_tab != "browse":  # switched to with the mouse while it mounted
-            self.call_after_refresh(self.pane(self.active_tab).tab_shown)
+        self._first_screen = True
         if self.check_on_start and self.native and self.source.path.is_file():
             self._run_check()
 
@@ -419,31 +428,26 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
         if widget is not None:
             widget.focus()
 
-    def action_switch_tab(self, tab: str) -> None:
-        pane = self.mounted_pane(tab)
-        if pane is None or self._panes_state == "mounting":  # a key pressed early: once built
-            self._when_tabs_mounted(self.action_switch_tab, tab)
-            return
-        self._show_tab(tab, pane.main_widget())
+    async def action_switch_tab(self, tab: str) -> None:
+        pane = await self.shown_pane(tab)
+        if pane is not None:
+            self._show_tab(tab, pane.main_widget())
 
-    def action_search(self) -> None:
-        if self.mounted_pane("search") is None or self._panes_state == "mounting":
-            self._when_tabs_mounted(self.action_search)
-            return
-        self._show_tab("search", self.search.query_box)
+    async def action_search(self) -> None:
+        if await self.shown_pane("search") is not None:
+            self._show_tab("search", self.search.query_box)
 
     @on(TabbedContent.TabActivated, "#tabs")
-    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+    async def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         """Whichever way a tab was switched to (key, palette, mouse), it reads what it
-        waits for once on screen (a tab switched to while the tabs mount: once built)."""
-        tab = event.pane.id or ""
-        if tab == "browse" or self._panes_state == "mounted":
-            self.call_after_refresh(self.pane(tab).tab_shown)
+        waits for once on screen (a tab first shown by the mouse: once built)."""
+        pane = await self.shown_pane(event.pane.id or "")
+        if pane is not None:
+            self.call_after_refresh(pane.tab_shown)
 
     async def action_quit(self) -> None:
-        if self._panes_state == "mounting":  # quit once the tabs are built, not half way
-            self._when_tabs_mounted(self.action_quit)
-            return
+        for mounting in list(self._pane_mounts.values()):  # quit once built, not half way
+            await mounting
         self.exit()
 
     def action_help(self) -> None:
@@ -452,16 +456,14 @@ class MemtuiApp(ReportsWorkerErrors, ChangeFlow):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
-    def action_toggle_hidden(self) -> None:
-        self.action_switch_tab("browse")
+    async def action_toggle_hidden(self) -> None:
+        await self.action_switch_tab("browse")
         self.browse.action_toggle_hidden()
 
-    def action_verify_audit(self) -> None:
-        if self.mounted_pane("audit") is None:
-            self._when_tabs_mounted(self.action_verify_audit)
-            return
-        self.action_switch_tab("audit")
-        self.audit.action_verify()
+    async def action_verify_audit(self) -> None:
+        await self.action_switch_tab("audit")
+        if self.mounted_pane("audit") is not None:
+            self.audit.action_verify()
 
     # ------------------------------------------------------------ actions
 

@@ -164,10 +164,10 @@ async def test_confirm_forget_removes_record_audits_once_and_refreshes(store: Me
         tree = app.query_one(ScopeTree)
         working = tree.find("tier", "working", "working")
         assert working is not None and working.data.live == live_before - 1
+        await pilot.press("4")  # the Audit tab, built when first shown
+        await settle(pilot)
         audit = app.query_one(AuditPane)
         assert audit.events[0]["id"] == event["id"]
-        await pilot.press("4")
-        await settle(pilot)
         text = screen_text(app)
         assert "client asked for erasure" in text and "✓ chain verified" in text
 

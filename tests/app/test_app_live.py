@@ -194,6 +194,8 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None
             events = store.audit_events()
             assert events[0]["action"] == "forget" and events[0]["record_ids"] == [int(target.id)]
             assert events[0]["reason"] == "mistake"
+            await pilot.press("4")  # the Audit tab, built now, shows the forget first
+            await settle(pilot)
             assert app.query_one("#audit-pane").events[0]["id"] == events[0]["id"]
             assert store.verify_audit() is None
     rows = agent_rows(sample_path)
@@ -249,6 +251,8 @@ async def test_an_agent_side_refutation_shows_up_on_the_open_audit_and_lanes_tab
         tactic = store.fetch(record_type="tactic", limit=1)[0]
         app = make_app(store, poll_interval=0.1)
         async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot)
+            await pilot.press("3")  # Lanes built (tabs are built when first shown), then left
             await settle(pilot)
             await pilot.press("4")
             await settle(pilot)

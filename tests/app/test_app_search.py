@@ -410,8 +410,8 @@ async def test_a_record_the_keyword_lane_left_out_says_why(tmp_path: Path):
         app = make_app(store, embedder=embedder, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
-            pane = app.query_one(SearchPane)
             await run_query(pilot, "zebra")
+            pane = app.query_one(SearchPane)
             assert pane.response.trace.pools["keyword"].size == 100
             assert pane.results.current_id() == str(target)
             await pilot.press("enter")
@@ -596,6 +596,8 @@ async def test_a_quick_search_never_shows_the_loading_indicator(store: MemorySto
     shown: list[bool] = []
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")  # the Search tab, built when first shown
         await settle(pilot)
         results = app.query_one(ResultList)
         app.watch(results, "loading", shown.append, init=False)
@@ -801,6 +803,8 @@ async def test_breakdowns_on_screen_redo_at_every_weight(store: MemoryStore):
     the keys reach it.)"""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("slash")  # the Search tab, built when first shown
         await settle(pilot)
         pane = app.query_one(SearchPane)
         for query in SCREEN_QUERIES[:1]:
@@ -1032,8 +1036,8 @@ async def test_the_status_line_fits_and_says_what_it_left_out(store, width):
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=(width, 40)) as pilot:
         await settle(pilot)
-        pane = app.query_one(SearchPane)
         await run_query(pilot, "zebrafish")
+        pane = app.query_one(SearchPane)
         status = status_line(app)
         assert not status.endswith("…") and len(status) <= width - 2
         assert "keyword 0.3 · vector 0.7" in status

@@ -348,19 +348,17 @@ async def test_at_120_columns_a_scope_without_tactics_shows_its_dates(store: Mem
 
 
 @pytest.mark.parametrize("press_early", [False, True], ids=["waits", "key-pressed-early"])
-async def test_hidden_tabs_mount_after_browses_first_page(
+async def test_the_tabs_after_browse_are_built_when_first_shown(
     store: MemoryStore, monkeypatch, press_early
 ):
-    """Search, Lanes and Audit are built once Browse shows its first page (they would
-    compete with it at a million records); a key pressed before then still works."""
+    """Search, Lanes, Audit and Eval are built the first time they are shown, never at
+    start (at a million records they would compete with Browse's first page); a key
+    pressed before that page still works, and builds only its own tab."""
     import threading
 
     from textual.widgets import Input
 
     app = make_app(store, poll_interval=None, check_on_start=False)
-    # Not the fallback that mounts them anyway after 1.5 s: a busy machine (one test per
-    # core) can take that long to start the app.
-    app.HIDDEN_TABS_AT_THE_LATEST = 30
     release = threading.Event()
     original = app.source.page
 
@@ -368,23 +366,30 @@ async def test_hidden_tabs_mount_after_browses_first_page(
         release.wait(10)
         return original(*args, **kwargs)
 
+    hidden = ("search", "lanes", "audit", "eval")
     monkeypatch.setattr(app.source, "page", slow_page)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause(0.2)
         assert app.mounted_pane("browse") is not None
-        assert [app.mounted_pane(t) for t in ("search", "lanes", "audit")] == [None] * 3
+        assert [app.mounted_pane(t) for t in hidden] == [None] * 4
         if press_early:
             await pilot.press("2")
             await pilot.pause(0.3)
         release.set()
         await settle(pilot)
-        assert all(app.mounted_pane(t) is not None for t in ("search", "lanes", "audit"))
+        assert app.query_one(RecordTable).records
+        built = [t for t in hidden if app.mounted_pane(t) is not None]
         if press_early:
+            assert built == ["search"]
             assert app.active_tab == "search"
             assert app.focused is app.query_one("#query", Input)
         else:
+            assert built == []
             assert app.active_tab == "browse"
-            assert app.query_one(RecordTable).records
+        await press_each(pilot, ("escape", "3") if press_early else ("3",))
+        assert app.active_tab == "lanes" and app.mounted_pane("lanes") is not None
+        assert app.focused is not None and app.focused.id == "lanes-profile"
+        assert FLASK_PROFILE in screen_text(app)
 
 
 async def test_the_source_banner_reflows_on_resize(store: MemoryStore):
@@ -616,7 +621,10 @@ async def test_help_has_the_keys_of_every_widget_that_can_have_focus(
         await settle(pilot)
         tabs = ("browse", "search", "lanes", "audit", "eval")
         for key, tab in zip("12345", tabs, strict=True):
+            if app.active_tab == "search":  # the digits type in the query box
+                await press_each(pilot, ("escape",))
             await press_each(pilot, (key,))
+            assert app.active_tab == tab
             focusable = [w for w in app.pane(tab).query("*") if w.focusable and w.display]
             assert len(focusable) >= 2, tab
             for widget in [*focusable, app.query_one(ContentTabs)]:

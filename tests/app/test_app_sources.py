@@ -143,7 +143,7 @@ async def test_forget_through_the_dialog_removes_the_record_and_audits(kind, now
             messages = " ".join(str(n.message) for n in app._notifications)
             assert "audit event #" in messages and "erasure verified" in messages
             assert target not in [r.id for r in app.query_one(RecordTable).records]
-            app.action_switch_tab("audit")
+            await app.action_switch_tab("audit")
             await settle(pilot)
             assert "forget" in screen_text(app)
     finally:
