@@ -30,6 +30,7 @@ from benchmarks.foreign_bench import (
     RARE_RUNS,
     RAW_FTS,
     Row,
+    first_screen_row,
     interleaved,
     keyword_rows,
     print_rows,
@@ -186,23 +187,13 @@ def measure(
     sqlite = folder / "chroma.sqlite3"
     rows: list[Row] = []
 
-    def first_screen(_case: Any) -> None:
-        with open_source(folder, cache_root=cache) as source:
-            source.tier_counts()
-            source.tier_counts(include_hidden=True)
-            source.page(limit=100)
-
-    ours, base = interleaved([None], first_screen, lambda _c: raw_first_screen(sqlite), repeats)
     rows.append(
-        with_target(
-            Row(
-                "first screen (open, tier counts, 100 rows)",
-                ours,
-                base,
-                "new connection: count(*) + 100 rows",
-            ),
-            "< 1 s",
-            within(1.0),
+        first_screen_row(
+            folder,
+            cache,
+            lambda: raw_first_screen(sqlite),
+            "new connection: count(*) + 100 rows",
+            repeats,
         )
     )
     conn = ro(sqlite)

@@ -15,6 +15,7 @@ from typing import Any
 from memtui.core.search import index_tokens, match_expression, sanitize_query
 from memtui.core.search.keyword import keyword_lane
 from memtui.core.store import FTS_TABLE
+from memtui.sources import open_source
 
 POOL = 100
 RAW_FTS = (
@@ -137,3 +138,20 @@ def print_rows(rows: Sequence[Row]) -> None:
             f"{row.what:50} {row.ours * 1000:8.2f}ms {base} {ratio:>8} {row.target:>9} {met:>4}"
             f"  {row.baseline}"
         )
+
+
+def first_screen_row(
+    folder: Any, cache: Any, raw: Callable[[], Any], baseline: str, repeats: int
+) -> Row:
+    """What the app shows first (open, the tier counts live and with hidden, 100 rows)
+    against ``raw``, a new connection's count and first rows."""
+
+    def first_screen(_case: Any) -> None:
+        with open_source(folder, cache_root=cache) as source:
+            source.tier_counts()
+            source.tier_counts(include_hidden=True)
+            source.page(limit=100)
+
+    ours, base = interleaved([None], first_screen, lambda _c: raw(), repeats)
+    row = Row("first screen (open, tier counts, 100 rows)", ours, base, baseline)
+    return with_target(row, "< 1 s", within(1.0))

@@ -32,6 +32,7 @@ from benchmarks.foreign_bench import (
     RAW_FTS,
     Row,
     at_most_times,
+    first_screen_row,
     interleaved,
     keyword_rows,
     print_rows,
@@ -153,23 +154,13 @@ def measure(
 
     rows: list[Row] = []
 
-    def first_screen(_case: Any) -> None:
-        with open_source(folder, cache_root=cache) as source:
-            source.tier_counts()
-            source.tier_counts(include_hidden=True)
-            source.page(limit=100)
-
-    ours, base = interleaved([None], first_screen, lambda _c: raw_first_screen(folder), repeats)
     rows.append(
-        with_target(
-            Row(
-                "first screen (open, tier counts, 100 rows)",
-                ours,
-                base,
-                "lance.dataset + count_rows + 100 rows",
-            ),
-            "< 1 s",
-            within(1.0),
+        first_screen_row(
+            folder,
+            cache,
+            lambda: raw_first_screen(folder),
+            "lance.dataset + count_rows + 100 rows",
+            repeats,
         )
     )
     data = dataset(folder)
