@@ -8,10 +8,11 @@ checks every source shares. ``memtui.sources.base`` holds the interface itself.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
@@ -295,6 +296,19 @@ def check_limit(limit: int) -> int:
     if value < 1 or value > MAX_PAGE_SIZE:
         raise SourceError(f"page limit must be between 1 and {MAX_PAGE_SIZE}, got {value}")
     return value
+
+
+def keyset_start(
+    ids: Sequence[str], after: str | None, is_id: Callable[[str], object], kind_label: str
+) -> int:
+    """Where a page after the cursor ``after`` starts in ``ids`` (sorted record ids of
+    an in-memory snapshot): 0 without a cursor. A cursor that is not one of the kind's
+    ids (``is_id`` gives None) is refused in one line."""
+    if not after:
+        return 0
+    if is_id(after) is None:
+        raise SourceError(f"cursor {after!r} is not a {kind_label} record id")
+    return bisect.bisect_right(ids, after)
 
 
 def wrap_results(

@@ -7,7 +7,6 @@ filtered in memory; a forget runs ``erasure``.
 
 from __future__ import annotations
 
-import bisect
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
@@ -44,6 +43,7 @@ from memtui.sources.lancedb.rows import (
 from memtui.sources.lancedb.snapshot import TableSnapshot
 from memtui.sources.qdrant.collections import CollectionChoiceError
 from memtui.sources.qdrant.filters import list_filter_sql, matches
+from memtui.sources.shapes import keyset_start
 
 Clock = Callable[[], datetime]
 
@@ -301,12 +301,7 @@ class LanceSource(ForeignSource):
         include_hidden: bool = False,
     ) -> Page:
         limit = check_limit(limit)
-        snap = self._current()
-        start = 0
-        if after:
-            if key_of(after) is None:
-                raise SourceError(f"cursor {after!r} is not a {self.kind_label} record id")
-            start = bisect.bisect_right(snap.ids, after)
+        start = keyset_start(self._current().ids, after, key_of, self.kind_label)
         return Page.of(self._select(filters, include_hidden, start), limit)
 
     def get(self, record_id: str) -> SourceRecord | None:

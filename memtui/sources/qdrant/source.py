@@ -8,7 +8,6 @@ backend.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import json
 import sqlite3
@@ -46,6 +45,7 @@ from memtui.sources.qdrant.points import (
     record_id_of,
     text_fields,
 )
+from memtui.sources.shapes import keyset_start
 
 TEXT_KEYS = ("memory", "data", "text", "content", "page_content", "document", "query")
 #: refused points named one by one in the summary (the rest are counted)
@@ -369,12 +369,7 @@ class QdrantSource(ForeignSource):
         include_hidden: bool = False,
     ) -> Page:
         limit = check_limit(limit)
-        snap = self._current()
-        start = 0
-        if after:
-            if pid_of(after) is None:
-                raise SourceError(f"cursor {after!r} is not a {self.kind_label} record id")
-            start = bisect.bisect_right(snap.ids, after)
+        start = keyset_start(self._current().ids, after, pid_of, self.kind_label)
         return Page.of(self._select(filters, include_hidden, start), limit)
 
     def _canonical(self, record_id: str) -> str | None:
