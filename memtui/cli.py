@@ -16,9 +16,9 @@ from memtui.commands.common import (
     fixed_clock,
     names_a_remote_store,
     operator_option,
-    qdrant_options,
     source_argument,
     source_options,
+    store_kind_options,
     store_path_required,
 )
 from memtui.commands.evaluate import evaluate
@@ -48,7 +48,7 @@ def main(ctx: click.Context) -> None:
 @source_argument
 @click.option("--read-only", is_flag=True, help="Open without write access.")
 @source_options(writes=True)
-@qdrant_options
+@store_kind_options
 @operator_option
 @click.option(
     "--embedder",
@@ -70,7 +70,7 @@ def open_command(
     now: str | None,
     allow_writes: bool,
     audit_db: Path | None,
-    qdrant: dict[str, Any],
+    store_options: dict[str, Any],
     operator: str | None,
     embedder_name: str | None,
     questions: str | None,
@@ -79,7 +79,7 @@ def open_command(
     from memtui.core.embed import EmbedderError
     from memtui.tui.launch import run_app
 
-    if db is None and not names_a_remote_store(qdrant):
+    if db is None and not names_a_remote_store(store_options):
         raise store_path_required()
     try:
         embedder = resolve_embedder(embedder_name)
@@ -94,7 +94,7 @@ def open_command(
         audit_db=audit_db,
         now=now,
         embedder=embedder,
-        options=qdrant,
+        options=store_options,
         questions=questions,
     )
 

@@ -21,10 +21,10 @@ from memtui.commands.common import (
     no_record,
     open_cli_source,
     operator_option,
-    qdrant_options,
     record_label,
     source_argument,
     source_options,
+    store_kind_options,
     store_location,
     store_path_required,
 )
@@ -48,7 +48,7 @@ def _finish(outcome: ForgetOutcome, what: str) -> None:
 @click.option("--reason", required=True, help="Why: written to the audit log.")
 @click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
 @source_options(writes=True)
-@qdrant_options
+@store_kind_options
 @operator_option
 def forget(
     args: tuple[str, ...],
@@ -57,16 +57,21 @@ def forget(
     now: str | None,
     allow_writes: bool,
     audit_db: Path | None,
-    qdrant: dict[str, Any],
+    store_options: dict[str, Any],
     operator: str | None,
 ) -> None:
     """Erase one record for good, by the store's own forget rule (audited, verified).
 
     `forget DB RECORD_ID`, or `forget RECORD_ID --qdrant-url URL` for a Qdrant server.
     """
-    db, record_id = _store_and_id(args, qdrant)
+    db, record_id = _store_and_id(args, store_options)
     with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
+        db,
+        allow_writes=allow_writes,
+        audit_db=audit_db,
+        now=now,
+        operator=operator,
+        options=store_options,
     ) as source:
         record = source.get(record_id)
         if record is None:
@@ -97,11 +102,13 @@ def _record_kind(record: SourceRecord) -> str:
     return f"{record.tier} {record.record_type}"
 
 
-def _store_and_id(args: tuple[str, ...], qdrant: dict[str, Any]) -> tuple[str | Path | None, str]:
+def _store_and_id(
+    args: tuple[str, ...], store_options: dict[str, Any]
+) -> tuple[str | Path | None, str]:
     """``DB RECORD_ID``, or only ``RECORD_ID`` when --qdrant-url names the store."""
     if len(args) == 2:
         return store_location(args[0]), args[1]
-    if len(args) == 1 and names_a_remote_store(qdrant):
+    if len(args) == 1 and names_a_remote_store(store_options):
         return None, args[0]
     if len(args) == 1:
         raise click.UsageError("give the store and the record: DB RECORD_ID")
@@ -177,7 +184,7 @@ def reveal(
 @click.option("--reason", required=True, help="Why: written to the audit log.")
 @click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
 @source_options(writes=True)
-@qdrant_options
+@store_kind_options
 @operator_option
 def forget_scope(
     db: Path | None,
@@ -188,17 +195,22 @@ def forget_scope(
     now: str | None,
     allow_writes: bool,
     audit_db: Path | None,
-    qdrant: dict[str, Any],
+    store_options: dict[str, Any],
     operator: str | None,
 ) -> None:
     """Erase every record of one scope: a memtui engagement (tactics are not
     engagement-scoped and stay), or a foreign store's scope with --scope KEY=VALUE
     (needs --allow-writes). Shows the blast radius and asks first."""
     key, value = _scope_option(engagement, scope_text)
-    if db is None and not names_a_remote_store(qdrant):
+    if db is None and not names_a_remote_store(store_options):
         raise store_path_required()
     with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
+        db,
+        allow_writes=allow_writes,
+        audit_db=audit_db,
+        now=now,
+        operator=operator,
+        options=store_options,
     ) as source:
         radius, rule = scope_plan(source, (key, value))
         total = sum(n for types in radius.values() for n in types.values())
@@ -243,7 +255,7 @@ def _scope_option(engagement: str | None, scope_text: str | None) -> tuple[str, 
 @click.option("--reason", required=True, help="Why: written to the audit log.")
 @click.option("--yes", "assume_yes", is_flag=True, help="Do not ask for confirmation.")
 @source_options(writes=True)
-@qdrant_options
+@store_kind_options
 @operator_option
 def forget_gaps(
     db: Path | None,
@@ -252,7 +264,7 @@ def forget_gaps(
     now: str | None,
     allow_writes: bool,
     audit_db: Path | None,
-    qdrant: dict[str, Any],
+    store_options: dict[str, Any],
     operator: str | None,
 ) -> None:
     """Clear what a store's own deletes left behind (mem0: deleted memories' history;
@@ -277,7 +289,12 @@ def forget_gaps(
     any (VACUUM FULL, which locks them while it runs), then measures again.
     """
     with open_cli_source(
-        db, allow_writes=allow_writes, audit_db=audit_db, now=now, operator=operator, options=qdrant
+        db,
+        allow_writes=allow_writes,
+        audit_db=audit_db,
+        now=now,
+        operator=operator,
+        options=store_options,
     ) as source:
         if not isinstance(source, GapClearable):
             raise click.ClickException(

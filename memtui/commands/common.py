@@ -150,7 +150,7 @@ def open_cli_source(
 
     ``MEMTUI_NOW`` pins the clock of time-based stores; ``--now`` overrides it
     (ISO-8601, or a whole number for a logical-time store). ``options`` holds
-    the options of one kind of store (``qdrant_options``: a server URL instead
+    the options of one kind of store (``store_kind_options``: a server URL instead
     of a PATH, the collection, Cyber-AutoAgent's memory mode, mem0's history),
     which the registry hands to that kind.
     """
@@ -182,23 +182,23 @@ def store_path_required() -> click.UsageError:
     return click.UsageError(f"give a store PATH (or {servers})" if servers else "give a store PATH")
 
 
-QDRANT_KEYS = ("qdrant_url", "api_key", "collection", "memory_mode", "mem0_history")
+FOLDER_AND_QDRANT_KEYS = ("qdrant_url", "api_key", "collection", "memory_mode", "mem0_history")
 POSTGRES_KEYS = ("pg_schema",)
-STORE_KEYS = QDRANT_KEYS + POSTGRES_KEYS
-"""Every store kind's option the commands take (``qdrant_options`` gathers them)."""
+STORE_KEYS = FOLDER_AND_QDRANT_KEYS + POSTGRES_KEYS
+"""Every store kind's option the commands take (``store_kind_options`` gathers them)."""
 
 
-def qdrant_options(func: Callable[..., Any]) -> Callable[..., Any]:
+def store_kind_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """``--qdrant-url``, ``--api-key``, ``--collection``, ``--memory-mode``, ``--mem0-history``,
     and Postgres's ``--pg-schema``.
 
-    The command receives them as one dict argument, ``qdrant``, for ``open_cli_source``
+    The command receives them as one dict argument, ``store_options``, for ``open_cli_source``
     (the registry hands each option to the kind that takes it).
     """
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        kwargs["qdrant"] = {key: kwargs.pop(key, None) for key in STORE_KEYS}
+        kwargs["store_options"] = {key: kwargs.pop(key, None) for key in STORE_KEYS}
         return func(*args, **kwargs)
 
     options = [

@@ -17,8 +17,8 @@ from memtui.commands.common import (
     emit_json,
     json_option,
     open_cli_source,
-    qdrant_options,
     source_options,
+    store_kind_options,
 )
 from memtui.commands.search import print_explanation, search_options, searched
 from memtui.core.arithmetic import lane_places
@@ -51,7 +51,7 @@ BAR_WIDTH = 20
     "--sweep", is_flag=True, help="Also keyword only and every weight pair in steps of 0.1."
 )
 @source_options(writes=False)
-@qdrant_options
+@store_kind_options
 @json_option
 def evaluate(
     db: str | Path,
@@ -64,7 +64,7 @@ def evaluate(
     pool_size: int,
     sweep: bool,
     now: str | None,
-    qdrant: dict[str, Any],
+    store_options: dict[str, Any],
     as_json: bool,
 ) -> None:
     """Measure retrieval on labelled questions: precision@K, recall@K and MRR.
@@ -87,7 +87,7 @@ def evaluate(
         k, embedder=embedder, pool_size=pool_size, any_terms=any_terms, keyword_only=keyword_only
     )
     chosen = Setting((weights["keyword"], weights["vector"]) if weights else None, False)
-    with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
+    with open_cli_source(db, read_only=True, now=now, options=store_options) as source:
         try:
             check_against(source, questions, str(questions_path))
         except QuestionsError as exc:

@@ -26,9 +26,9 @@ from memtui.commands.common import (
     open_cli_source,
     open_store,
     operator_option,
-    qdrant_options,
     scope_filters,
     source_options,
+    store_kind_options,
     store_location,
     warn_refused,
 )
@@ -119,7 +119,7 @@ def search_options(func: Callable[..., Any]) -> Callable[..., Any]:
 @search_options
 @filter_options
 @source_options(writes=False)
-@qdrant_options
+@store_kind_options
 @json_option
 def search(
     args: tuple[str, ...],
@@ -138,7 +138,7 @@ def search(
     tool: str | None,
     extra: tuple[str, ...],
     now: str | None,
-    qdrant: dict[str, Any],
+    store_options: dict[str, Any],
     as_json: bool,
 ) -> None:
     """Hybrid search of DB: keyword (BM25) and vector lanes, merged; --explain shows why.
@@ -148,7 +148,7 @@ def search(
     is built once into memtui's cache folder, and the vector lane uses the
     store's own vectors with the --embedder given (same dimension).
     """
-    db, query = _store_and_query(args, qdrant)
+    db, query = _store_and_query(args, store_options)
     if not sanitize_query(query):  # refused before a store is opened or indexed
         raise _empty_query(empty_query_note(query))
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
@@ -167,7 +167,7 @@ def search(
         any_terms=any_terms,
         keyword_only=keyword_only,
     )
-    with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
+    with open_cli_source(db, read_only=True, now=now, options=store_options) as source:
         response = searched(source, request)
         records = source.get_many(r.id for r in response.results)
         explanations = {}
@@ -184,12 +184,12 @@ def search(
 
 
 def _store_and_query(
-    args: tuple[str, ...], qdrant: dict[str, Any]
+    args: tuple[str, ...], store_options: dict[str, Any]
 ) -> tuple[str | Path | None, str]:
     """The store (None: a Qdrant server named by --qdrant-url) and the query."""
     if len(args) == 2:
         return store_location(args[0]), args[1]
-    if len(args) == 1 and names_a_remote_store(qdrant):
+    if len(args) == 1 and names_a_remote_store(store_options):
         return None, args[0]
     if len(args) == 1:
         raise click.UsageError("give the store and the query: DB QUERY")

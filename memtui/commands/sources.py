@@ -25,12 +25,12 @@ from memtui.commands.common import (
     json_option,
     names_a_remote_store,
     open_cli_source,
-    qdrant_options,
     record_label,
     scope_filters,
     short_time,
     source_argument,
     source_options,
+    store_kind_options,
     warn_refused,
 )
 from memtui.core.check import head_problem, parse_audit_head
@@ -185,7 +185,7 @@ def _print_records(source: MemorySource, found: list[SourceRecord]) -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N records.")
 @click.option("--after", default=None, metavar="ID", help="Only records after this id (paging).")
 @source_options(writes=False)
-@qdrant_options
+@store_kind_options
 @json_option
 def records(
     db: Path | None,
@@ -200,7 +200,7 @@ def records(
     limit: int | None,
     after: str | None,
     now: str | None,
-    qdrant: dict[str, Any],
+    store_options: dict[str, Any],
     as_json: bool,
 ) -> None:
     """List records of DB (any memory store memtui recognizes), filtered by scope.
@@ -208,7 +208,7 @@ def records(
     DB is a file, a Qdrant local folder, or nothing with --qdrant-url URL.
     """
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
-    with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
+    with open_cli_source(db, read_only=True, now=now, options=store_options) as source:
         found: list[SourceRecord] = []
         cursor = after
         while limit is None or len(found) < limit:
@@ -264,17 +264,17 @@ audit_db_option = click.option(
 @source_argument
 @click.option("--limit", type=click.IntRange(min=1), default=None)
 @audit_db_option
-@qdrant_options
+@store_kind_options
 @json_option
 def audit_list(
     db: Path | None,
     limit: int | None,
     audit_db: Path | None,
-    qdrant: dict[str, Any],
+    store_options: dict[str, Any],
     as_json: bool,
 ) -> None:
     """List audit events, newest first."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db, options=qdrant) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, options=store_options) as source:
         events = source.audit_events(limit=limit)
         broken = source.verify_audit()
     if as_json:
@@ -342,12 +342,12 @@ def _recorded_head(ctx: click.Context, param: click.Parameter, value: str | None
     "also exit 1 when the log no longer reaches it.",
 )
 @audit_db_option
-@qdrant_options
+@store_kind_options
 def audit_verify(
-    db: Path | None, recorded: Any, audit_db: Path | None, qdrant: dict[str, Any]
+    db: Path | None, recorded: Any, audit_db: Path | None, store_options: dict[str, Any]
 ) -> None:
     """Check the audit log's hash chain; exit 1 at the first broken link."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db, options=qdrant) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, options=store_options) as source:
         broken = source.verify_audit()
         events = source.audit_events()
     if broken is not None:
@@ -366,10 +366,10 @@ def audit_verify(
 @audit.command("head")
 @source_argument
 @audit_db_option
-@qdrant_options
-def audit_head(db: Path | None, audit_db: Path | None, qdrant: dict[str, Any]) -> None:
+@store_kind_options
+def audit_head(db: Path | None, audit_db: Path | None, store_options: dict[str, Any]) -> None:
     """Print the chain head (last event id and hash) to record elsewhere."""
-    with open_cli_source(db, read_only=True, audit_db=audit_db, options=qdrant) as source:
+    with open_cli_source(db, read_only=True, audit_db=audit_db, options=store_options) as source:
         head = source.audit_head()
     if head is None:
         click.echo("audit log is empty")
@@ -440,18 +440,22 @@ def _print_formats(as_json: bool) -> None:
     "--formats", "list_formats", is_flag=True, help="List the stores memtui opens (no DB)."
 )
 @source_options(writes=False)
-@qdrant_options
+@store_kind_options
 @json_option
 def info(
-    db: Path | None, list_formats: bool, now: str | None, qdrant: dict[str, Any], as_json: bool
+    db: Path | None,
+    list_formats: bool,
+    now: str | None,
+    store_options: dict[str, Any],
+    as_json: bool,
 ) -> None:
     """What DB is: its kind, what memtui can do with it, its expiry rule, counts and gaps."""
     if list_formats:
-        if db is not None or names_a_remote_store(qdrant):
+        if db is not None or names_a_remote_store(store_options):
             raise click.UsageError("--formats lists the stores memtui opens: give it alone")
         _print_formats(as_json)
         return
-    with open_cli_source(db, read_only=True, now=now, options=qdrant) as source:
+    with open_cli_source(db, read_only=True, now=now, options=store_options) as source:
         summary = source.summary()
         facets = source.facets(include_hidden=True)
         live = {f.tier: f.count for f in source.facets()}
