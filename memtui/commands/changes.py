@@ -24,8 +24,8 @@ from memtui.commands.common import (
     record_label,
     source_argument,
     source_options,
+    store_and_argument,
     store_kind_options,
-    store_location,
     store_path_required,
 )
 from memtui.core.secrets import secret_paths
@@ -64,7 +64,7 @@ def forget(
 
     `forget DB RECORD_ID`, or `forget RECORD_ID --qdrant-url URL` for a Qdrant server.
     """
-    db, record_id = _store_and_id(args, store_options)
+    db, record_id = store_and_argument(args, store_options, "record", "RECORD_ID")
     with open_cli_source(
         db,
         allow_writes=allow_writes,
@@ -100,19 +100,6 @@ def _record_kind(record: SourceRecord) -> str:
     if record.tier == record.record_type:
         return record.tier
     return f"{record.tier} {record.record_type}"
-
-
-def _store_and_id(
-    args: tuple[str, ...], store_options: dict[str, Any]
-) -> tuple[str | Path | None, str]:
-    """``DB RECORD_ID``, or only ``RECORD_ID`` when --qdrant-url names the store."""
-    if len(args) == 2:
-        return store_location(args[0]), args[1]
-    if len(args) == 1 and names_a_remote_store(store_options):
-        return None, args[0]
-    if len(args) == 1:
-        raise click.UsageError("give the store and the record: DB RECORD_ID")
-    raise click.UsageError("too many arguments: DB RECORD_ID")
 
 
 @click.command()

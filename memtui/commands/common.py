@@ -174,6 +174,24 @@ def names_a_remote_store(options: Mapping[str, Any]) -> bool:
     return REGISTRY.remote_named(options) is not None
 
 
+def store_and_argument(
+    args: tuple[str, ...],
+    store_options: Mapping[str, Any],
+    what: str,
+    name: str,
+    many_hint: str = "",
+) -> tuple[str | Path | None, str]:
+    """``DB NAME`` from a command's arguments, or only ``NAME`` when a store option names
+    a store with no PATH (``--qdrant-url``): the store (None then) and the argument."""
+    if len(args) == 2:
+        return store_location(args[0]), args[1]
+    if len(args) == 1 and names_a_remote_store(store_options):
+        return None, args[0]
+    if len(args) == 1:
+        raise click.UsageError(f"give the store and the {what}: DB {name}")
+    raise click.UsageError(f"too many arguments: DB {name}{many_hint}")
+
+
 def store_path_required() -> click.UsageError:
     """The usage error of a command given neither a store PATH nor a server option."""
     from memtui.sources.registry import REGISTRY

@@ -22,14 +22,13 @@ from memtui.commands.common import (
     emit_json,
     filter_options,
     json_option,
-    names_a_remote_store,
     open_cli_source,
     open_store,
     operator_option,
     scope_filters,
     source_options,
+    store_and_argument,
     store_kind_options,
-    store_location,
     warn_refused,
 )
 from memtui.commands.search_header import print_header
@@ -148,7 +147,9 @@ def search(
     is built once into memtui's cache folder, and the vector lane uses the
     store's own vectors with the --embedder given (same dimension).
     """
-    db, query = _store_and_query(args, store_options)
+    db, query = store_and_argument(
+        args, store_options, "query", "QUERY", " (quote a query of several words)"
+    )
     if not sanitize_query(query):  # refused before a store is opened or indexed
         raise _empty_query(empty_query_note(query))
     filters = scope_filters(tier, record_type, profile, engagement, run_id, tool, extra)
@@ -181,19 +182,6 @@ def search(
             emit_json(_json(query, response, records, explanations))
             return
         _print_results(console(), response, records, explanations if explain else None)
-
-
-def _store_and_query(
-    args: tuple[str, ...], store_options: dict[str, Any]
-) -> tuple[str | Path | None, str]:
-    """The store (None: a Qdrant server named by --qdrant-url) and the query."""
-    if len(args) == 2:
-        return store_location(args[0]), args[1]
-    if len(args) == 1 and names_a_remote_store(store_options):
-        return None, args[0]
-    if len(args) == 1:
-        raise click.UsageError("give the store and the query: DB QUERY")
-    raise click.UsageError("too many arguments: DB QUERY (quote a query of several words)")
 
 
 def searched(source: MemorySource, request: SearchRequest) -> SearchResponse:

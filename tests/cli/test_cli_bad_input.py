@@ -265,7 +265,9 @@ def test_migrate_refuses_what_is_not_a_memtui_database(runner, tmp_path, make, m
     ("args", "message"),
     [
         (["search", "{db}"], "give the store and the query: DB QUERY"),
-        (["search", "{db}", "a", "b"], "too many arguments"),
+        (["search", "{db}", "a", "b"], "too many arguments: DB QUERY (quote a query"),
+        (["forget", "{db}", "--reason", "r"], "give the store and the record: DB RECORD_ID"),
+        (["forget", "{db}", "a", "b", "--reason", "r"], "too many arguments: DB RECORD_ID"),
         (["search", "{db}", "sql", "--limit", "0"], "Invalid value for '--limit'"),
         (["records", "{db}", "--bogus"], "No such option '--bogus'"),
         (["--bogus"], "No such option '--bogus'"),
@@ -278,7 +280,9 @@ def test_a_usage_error_is_one_line_naming_the_help_to_read(runner, cli_db, args,
     line = one_error_line(result)
     assert result.exit_code == 2
     assert line.startswith("Error: ") and message in line, line
-    command = " ".join(["main", *[a for a in args[:1] if a in ("search", "records", "cache")]])
+    command = " ".join(
+        ["main", *[a for a in args[:1] if a in ("search", "forget", "records", "cache")]]
+    )
     assert line.endswith(f"(see '{command} --help')"), line
     assert "\x1b" not in line
 
