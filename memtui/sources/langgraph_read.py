@@ -122,6 +122,15 @@ def namespace_parent(key: str, value: Any) -> str | None:
     return ".".join(labels[:-1]) if len(labels) > 2 else None
 
 
+def namespace_cache_filter(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:
+    """The SQL of a ``namespace`` filter on memtui's local cache (SQLite): the namespace
+    and what nests under it (LangGraph's SQLite and Postgres stores alike)."""
+    if key != "namespace":
+        return None
+    text = str(value)
+    return (f"({column} = ? OR substr({column}, 1, ?) = ?)", [text, len(text) + 1, f"{text}."])
+
+
 def item_id_hint(text: str, exists: Callable[[str], bool]) -> str:
     """Which id names an item given as LangGraph names it (``memories.user-1/trip`` or
     ``memories/user-1/trip``), when ``exists(candidate)``; else what an id looks like."""
@@ -244,16 +253,7 @@ class LangGraphReads(ForeignSqliteSource):
         return (" AND ".join(clauses) or "1"), params
 
     def cache_filter_sql(self) -> FilterSql:
-        def namespace(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:
-            if key != "namespace":
-                return None
-            text = str(value)
-            return (
-                f"({column} = ? OR substr({column}, 1, ?) = ?)",
-                [text, len(text) + 1, f"{text}."],
-            )
-
-        return namespace  # type: ignore[return-value]
+        return namespace_cache_filter  # type: ignore[return-value]
 
     # -- records
 

@@ -42,6 +42,7 @@ from memtui.sources.foreign_index import CacheRow
 from memtui.sources.langgraph_read import (
     ID_PREFIX,
     item_id_hint,
+    namespace_cache_filter,
     namespace_facets,
     namespace_parent,
     parse_value,
@@ -168,16 +169,7 @@ class LangGraphPostgresSource(LangGraphPostgresForget, PostgresSource):
         return f"{live} AND NOT ({' AND '.join(clauses)})", [*live_params, *params]
 
     def cache_filter_sql(self) -> FilterSql:
-        def namespace(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:
-            if key != "namespace":
-                return None
-            text = str(value)
-            return (
-                f"({column} = ? OR substr({column}, 1, ?) = ?)",
-                [text, len(text) + 1, f"{text}."],
-            )
-
-        return namespace  # type: ignore[return-value]
+        return namespace_cache_filter  # type: ignore[return-value]
 
     # -- records
 
