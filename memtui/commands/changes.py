@@ -273,7 +273,9 @@ def forget_gaps(
 
     A Postgres store (LangGraph's PostgresStore, mem0's pgvector collection) keeps
     deleted and replaced rows' text in its pages: this rewrites the tables that hold
-    any (VACUUM FULL, which locks them while it runs), then measures again.
+    any (VACUUM FULL, which locks them while it runs), then measures again; with
+    --mem0-history, mem0's collection also has the history text of the memories
+    mem0 deleted cleared, in the same audited change.
     """
     with open_cli_source(
         db,

@@ -131,6 +131,22 @@ def free_space_remnants(data: bytes) -> tuple[int, int, int]:
     return pages, holding, remnants
 
 
+@dataclass(frozen=True)
+class OutsideGap:
+    """What a store keeps outside its tables of records it deleted (mem0's history.db,
+    which keeps a deleted memory's text), for ``forget-gaps`` to clear with the tables."""
+
+    place: str
+    """Where, in a word or two (``history.db``)."""
+    key: str
+    """Its count's name in the preview and the audit event's plan."""
+    count: int
+    action: str
+    """What clearing it does, for the question (``clear the text of ...``)."""
+    done: str
+    """What was done, for the outcome line."""
+
+
 class PgGaps:
     """Measures and clears the gap of a store's tables, on the store's connection."""
 

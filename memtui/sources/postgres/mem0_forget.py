@@ -31,6 +31,7 @@ from memtui.sources.postgres.forget import (
     note_blocks,
     vector_probes,
 )
+from memtui.sources.postgres.gaps import OutsideGap
 
 if TYPE_CHECKING:
     from memtui.sources.mem0_history import Mem0History
@@ -55,6 +56,7 @@ class Mem0PgvectorForget:
 
         def get(self, record_id: str) -> SourceRecord | None: ...
         def forget_reach(self) -> str: ...
+        def history_gap_ids(self) -> list[str]: ...
 
     def forget_preview(self, record_id: str) -> dict[str, Any]:
         record = self.get(record_id)
@@ -141,6 +143,35 @@ class Mem0PgvectorForget:
             details,
             pages,
         )
+
+    def outside_gap(self) -> OutsideGap | None:
+        """The memories mem0 deleted whose text the attached history still holds."""
+        if self.history is None:
+            return None
+        ids = self.history_gap_ids()
+        if not ids:
+            return None
+        rows = sum(1 for m in ids for r in self.history.rows(m) if r.texts())
+        memories = f"{len(ids)} deleted memor{'y' if len(ids) == 1 else 'ies'}"
+        return OutsideGap(
+            place="history.db",
+            key="history_memories_with_text",
+            count=len(ids),
+            action=(
+                f"clear the text of {memories} in history.db ({rows} history rows; "
+                "the events stay) and purge its freed pages"
+            ),
+            done=f"cleared the history text of {memories}",
+        )
+
+    def clear_outside_gap(self) -> tuple[dict[str, bool], dict[str, Any], str]:
+        """Clear the history text of the memories mem0 deleted (the ones still gone from
+        the collection now), as a forget clears a memory's."""
+        assert self.history is not None
+        ids = self.history_gap_ids()
+        texts = [t for m in ids for r in self.history.rows(m) for t in r.texts()]
+        checks, details = self._clear_history(ids, texts)
+        return checks, details, f"cleared the text of {len(ids)} memories' history rows"
 
     def _clear_history(
         self, memory_ids: Sequence[str], texts: Sequence[str]

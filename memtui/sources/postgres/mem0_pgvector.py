@@ -238,7 +238,10 @@ class Mem0PgvectorSource(Mem0PgvectorForget, PostgresSource):
                     if gaps == 1
                     else f"{gaps} memories mem0 deleted still have"
                 )
-                notes.append(f"erasure gap: {memories} text readable in its history.db")
+                notes.append(
+                    f"erasure gap: {memories} text readable in its history.db; clear it with "
+                    "`memtui forget-gaps URL --mem0-history PATH --allow-writes`"
+                )
         else:
             notes.append(
                 "mem0 keeps its history in a SQLite history.db unless configured otherwise; "
@@ -254,18 +257,24 @@ class Mem0PgvectorSource(Mem0PgvectorForget, PostgresSource):
         )
 
     def _history_gaps(self) -> int:
+        return len(self.history_gap_ids())
+
+    def history_gap_ids(self) -> list[str]:
         """Memories in the history, gone from the collection, whose text it still holds."""
         assert self.history is not None
         with_text = [
             m for m, rows in self.history.by_memory().items() if any(r.texts() for r in rows)
         ]
-        return len(with_text) - self._present(with_text)
+        present = self._present(with_text)
+        return sorted(m for m in with_text if m not in present)
 
-    def _present(self, memory_ids: Iterable[str]) -> int:
-        """How many of these memory ids the collection holds."""
-        ids = [i for i in memory_ids if _uuid(i) is not None]
-        rows = self.query(f"SELECT count(*) FROM {self._table} WHERE id = ANY(%s::uuid[])", [ids])
-        return int(rows[0][0])
+    def _present(self, memory_ids: Iterable[str]) -> set[str]:
+        """Which of these memory ids the collection holds (as the history writes them)."""
+        by_uuid = {str(u): i for i in memory_ids if (u := _uuid(i)) is not None}
+        rows = self.query(
+            f"SELECT id::text FROM {self._table} WHERE id = ANY(%s::uuid[])", [list(by_uuid)]
+        )
+        return {by_uuid[str(r[0])] for r in rows}
 
     # -- filters, in SQL
 

@@ -48,7 +48,7 @@ from memtui.sources.outcome import ForgetOutcome
 from memtui.sources.postgres.catalog import Catalog, PgDatabase
 from memtui.sources.postgres.connection import PgConnection
 from memtui.sources.postgres.erasure import UNREACHABLE, PgErasure
-from memtui.sources.postgres.gaps import SCAN_LIMIT, PgGaps
+from memtui.sources.postgres.gaps import SCAN_LIMIT, OutsideGap, PgGaps
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, SyncedIndex
 from memtui.sources.postgres.page_purge import PagePurge
 from memtui.sources.postgres.url import PgTarget, quote_identifier
@@ -383,64 +383,90 @@ class PostgresSource(ForeignSource):
     def gaps(self) -> PgGaps:
         return PgGaps(self.erasure(), self.forget_tables)
 
+    def outside_gap(self) -> OutsideGap | None:
+        """What the store keeps outside its tables of what it deleted, when a kind keeps
+        such a place (mem0's history.db) and it holds any; None here."""
+        return None
+
+    def clear_outside_gap(self) -> tuple[dict[str, bool], dict[str, Any], str]:
+        """Clear ``outside_gap`` (checks, details for the event, the step in words)."""
+        raise AssertionError("a kind with an outside gap overrides clear_outside_gap")
+
     def forget_gaps_preview(self) -> dict[str, Any]:
         gap = self.gaps().measure()
+        outside = self.outside_gap()
+        counts = gap.to_dict()
+        actions = []
+        if gap.holding():
+            actions.append(
+                f"rewrite {', '.join(gap.holding())} (VACUUM FULL: it locks the tables while "
+                f"it runs) to erase {gap.sentence()}"
+            )
+        if outside is not None:
+            counts[outside.key] = outside.count
+            actions.append(outside.action)
+        question = "; and ".join(actions)
         return {
-            "records": gap.holding(),
+            "records": gap.holding() + ([outside.place] if outside else []),
             "rule": "the store's tables rewritten (VACUUM FULL), then measured again",
-            "counts": gap.to_dict(),
+            "counts": counts,
             "nothing": f"no erasure gap: {gap.sentence()}",
-            "question": (
-                f"Rewrite {', '.join(gap.holding())} (VACUUM FULL: it locks the tables "
-                f"while it runs) to erase {gap.sentence()}? This cannot be undone"
-            ),
+            "question": f"{question[:1].upper()}{question[1:]}? This cannot be undone",
         }
 
     def forget_gaps(self, *, reason: str, operator: str | None = None) -> GapsOutcome:
-        """Rewrite the tables holding what the store's own deletes and updates left
-        (audited), then measure the gap again: verified when none is left."""
+        """Rewrite the tables holding what the store's own deletes and updates left, and
+        clear what the kind keeps of them elsewhere (audited, one change), then measure
+        again: verified when none is left."""
         self._refuse_unbuilt_forget()
         require_reason(reason)
         gaps = self.gaps()
         before = gaps.measure()
         tables = before.holding()
-        if not tables:
+        outside = self.outside_gap()
+        if not tables and outside is None:
             raise SourceError(f"no erasure gap to clear: {before.sentence()}")
+        plan = before.to_dict()
+        done = [f"rewrote {', '.join(tables)} (erased {before.sentence()})"] if tables else []
+        if outside is not None:
+            plan[outside.key] = outside.count
+            done.append(outside.done)
 
         def erase() -> Erasure:
-            step = gaps.rewrite(tables)
-            after = gaps.measure()
-            checks = {"dead_rows_gone": after.dead_rows == 0}
+            checks: dict[str, bool] = {}
+            details: dict[str, Any] = {"purge": [], "before": before.to_dict()}
             note = None
-            if after.unread:
-                checks["free_space_read"] = False
-                note = f"the tables were rewritten; their pages could not be read ({after.unread})"
-            else:
-                checks["free_space_zero"] = after.remnant_bytes == 0
-            return Erasure(
-                checks=checks,
-                details={"purge": [step], "before": before.to_dict(), "after": after.to_dict()},
-                note=note,
-            )
+            if tables:
+                details["purge"].append(gaps.rewrite(tables))
+                after = gaps.measure()
+                details["after"] = after.to_dict()
+                checks["dead_rows_gone"] = after.dead_rows == 0
+                if after.unread:
+                    checks["free_space_read"] = False
+                    note = (
+                        f"the tables were rewritten; their pages could not be read ({after.unread})"
+                    )
+                else:
+                    checks["free_space_zero"] = after.remnant_bytes == 0
+            if outside is not None:
+                cleared, cleared_details, step = self.clear_outside_gap()
+                checks.update(cleared)
+                details.update(cleared_details)
+                details["purge"].append(step)
+            return Erasure(checks=checks, details=details, note=note)
 
-        intent, event, done = self._audited_erasure(
+        intent, event, erased = self._audited_erasure(
             ids=[],
             tier="table",
             record_type="row-version",
             reason=reason,
             operator=operator,
-            plan={"plan": before.to_dict()},
+            plan={"plan": plan},
             erase=erase,
             failure="forget-gaps failed, nothing was changed",
             operation="forget-gaps",
         )
-        return GapsOutcome.of(
-            [],
-            f"rewrote {', '.join(tables)} (erased {before.sentence()})",
-            intent,
-            event,
-            done,
-        )
+        return GapsOutcome.of([], "; ".join(done), intent, event, erased)
 
     def _refuse_unbuilt_forget(self) -> None:
         self._require_writable()

@@ -286,9 +286,10 @@ def test_mem0s_history_attached_shows_a_records_events(m0_url, tmp_path):
         assert sections[1].title == "payload (full JSON, secrets masked)"
         summary = source.summary()
         assert summary.counts["deleted_with_text"] == 1
-        assert "erasure gap: 1 memory mem0 deleted still has text readable in its history.db" in (
-            summary.notes
-        )
+        assert (
+            "erasure gap: 1 memory mem0 deleted still has text readable in its history.db; "
+            "clear it with `memtui forget-gaps URL --mem0-history PATH --allow-writes`"
+        ) in summary.notes
     with opened(m0_url) as source:
         (events, *_) = source.detail(record_id("dark"))
         assert "give it with --mem0-history" in events.note
