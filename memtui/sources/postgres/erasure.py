@@ -41,6 +41,9 @@ SEGMENTS = 1024
 """The most 1 GB segments of one relation read (beyond that the scan stops)."""
 BYTE_SCAN_LIMIT = 2 * 1024 * 1024 * 1024
 _ESCAPED = frozenset('"\\')
+PROBES_PER_SCAN = 32
+"""The most probes one scan of a table looks for (a forget of a whole namespace has a
+probe per item)."""
 PageMap = dict[str, list[Any]]
 """Per table, ``[block, bytes]`` of each deleted row (its ``ctid`` block and
 ``pg_column_size``); ``"toast"``: the tables whose deleted values were TOASTed."""
@@ -271,21 +274,35 @@ class PgErasure:
             if declared.split("(", 1)[0] in TEXT_TYPES
         ]
 
-    def occurrences(self, probe: str) -> int:
-        """How often ``probe`` occurs in every text and jsonb column of the store's tables
-        (rows still there: a live item with the same text, or a copy)."""
-        total = 0
-        for table in self.store_tables:
-            for column in self.text_columns(table):
-                text = f"{quote_identifier(column)}::text"
-                rows = self.pg.query(
-                    f"SELECT coalesce(sum((length({text}) - length(replace({text}, %s, '')))"
-                    f" / length(%s)), 0) FROM {self.qualified(table)} "
-                    f"WHERE strpos({text}, %s) > 0",
-                    [probe, probe, probe],
-                )
-                total += int(rows[0][0])
-        return total
+    def occurrences(self, probes: Sequence[str]) -> list[int]:
+        """How often each probe occurs in every text and jsonb column of the store's tables
+        (rows still there: a live item with the same text, or a copy): one scan of each
+        table for all its columns and up to ``PROBES_PER_SCAN`` probes (a scan per column
+        and probe cost a forget several reads of the whole store)."""
+        totals: list[int] = []
+        for start in range(0, len(probes), PROBES_PER_SCAN):
+            chunk = probes[start : start + PROBES_PER_SCAN]
+            found = [0] * len(chunk)
+            for table in self.store_tables:
+                texts = [f"{quote_identifier(c)}::text" for c in self.text_columns(table)]
+                if texts:
+                    row = self._occurrences_in(table, texts, chunk)
+                    found = [a + b for a, b in zip(found, row, strict=True)]
+            totals += found
+        return totals
+
+    def _occurrences_in(self, table: str, texts: Sequence[str], probes: Sequence[str]) -> list[int]:
+        """Each probe's occurrences in the columns ``texts`` (SQL text expressions) of
+        ``table``, in one scan."""
+        one = " + ".join(
+            f"(length({t}) - length(replace({t}, %s, ''))) / length(%s)" for t in texts
+        )
+        counts = ", ".join(f"coalesce(sum({one}), 0)" for _ in probes)
+        where = " OR ".join(f"strpos({t}, %s) > 0" for _ in probes for t in texts)
+        params = [v for p in probes for _ in texts for v in (p, p)]
+        params += [p for p in probes for _ in texts]
+        rows = self.pg.query(f"SELECT {counts} FROM {self.qualified(table)} WHERE {where}", params)
+        return [int(n) for n in rows[0]]
 
     def live_equal(self, vector: VectorProbe) -> int:
         """How many live rows hold a vector equal to ``vector``."""

@@ -67,7 +67,7 @@ class PagePurge:
         if not self.step("vacuum", lambda: erasure.vacuum(self.tables, full=False, analyze=False)):
             return report
         if self.probes:
-            live = [erasure.occurrences(p) for p in self.probes]
+            live = erasure.occurrences(self.probes)
             if erasure.statistics_hold(self.probes):
                 self.step("analyze", self.analyze)
             erasure.text_checks(report, self.probes, live)
@@ -227,8 +227,9 @@ class PagePurge:
             return False
         erasure.pg.run(lambda conn: conn.execute("CHECKPOINT"))
         probes = {p: 0 for t in tables for p in self.table_probes(t)}
-        for probe in [p.encode("utf-8") for p in self.probes]:
-            probes[probe] = erasure.occurrences(probe.decode("utf-8"))
+        texts = [p.encode("utf-8") for p in self.probes]
+        for probe, live in zip(texts, erasure.occurrences(self.probes), strict=True):
+            probes[probe] = live
         found = erasure.scan_files(root, tables, list(probes))
         self.report.steps.append(f"read the files of {', '.join(tables)} for the bytes")
         left = sum(max(0, n - probes[p]) for p, n in found.items())

@@ -184,3 +184,29 @@ def test_an_open_snapshot_that_still_sees_the_row_is_named_and_not_verified(stor
             assert f"(pid {pid}" in outcome.remark
             assert file_bytes(source, b"small item number 5 here") == 1
         reader.rollback()
+
+
+def test_occurrences_counts_every_probe_in_every_text_column_in_one_scan_a_table(lg_url):
+    """The text check's counts equal a count in Python over every text and jsonb column of
+    the store's tables, for more probes than one scan takes (probes in values, keys and
+    prefixes; one twice in a value; absent ones)."""
+    with open_source(lg_url, now=NOW) as source:
+        erasure = source.erasure()
+        columns = {t: erasure.text_columns(t) for t in erasure.store_tables}
+        cells = [
+            str(value)
+            for table, names in columns.items()
+            if names
+            for row in source.pg.query(
+                f"SELECT {', '.join(f'{n}::text' for n in names)} FROM "
+                f"{erasure.qualified(table)}"
+            )
+            for value in row
+            if value is not None
+        ]
+        present = ["trip", "Paris trip booked", "memories.user-2", "text", "e", "user-1"]
+        probes = present + [f"absent probe {n}" for n in range(40)] + ["Rome trip"]
+        found = erasure.occurrences(probes)
+    assert found == [sum(cell.count(p) for cell in cells) for p in probes]
+    assert found[present.index("trip")] > found[present.index("Paris trip booked")] > 0
+    assert erasure.occurrences([]) == []
