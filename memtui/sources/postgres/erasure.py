@@ -130,16 +130,32 @@ class VectorProbe:
     column: str
     values: tuple[float, ...]
 
+    def window(self) -> tuple[float, ...]:
+        """The components the probe is made of (``PROBE_MAX`` bytes' worth): of the runs
+        that start at a nonzero component, the one with most nonzero ones (a sparse
+        vector's first components may all be zero, and runs of zeros are in every file:
+        they would be counted as copies, and no forget of it verified)."""
+        width = PROBE_MAX // 4
+        values = [float(v) for v in self.values]
+        best, most = 0, -1
+        for start in range(max(1, len(values) - width + 1)):
+            if values[start] == 0.0:
+                continue
+            nonzero = sum(1 for v in values[start : start + width] if v != 0.0)
+            if nonzero > most:
+                best, most = start, nonzero
+        return tuple(values[best : best + width])
+
     def raw(self) -> bytes:
-        """Its components as the server keeps them on disk (float4, this machine's byte
-        order: the files are only read on a local server), at most ``PROBE_MAX`` bytes."""
-        return struct.pack(f"={len(self.values)}f", *self.values)[:PROBE_MAX]
+        """Its window as the server keeps it on disk (float4, this machine's byte order:
+        the files are only read on a local server)."""
+        head = self.window()
+        return struct.pack(f"={len(head)}f", *head)
 
     def heads(self) -> list[tuple[float, ...]]:
-        """Its first components (``PROBE_MAX`` bytes' worth), and those of its unit-length
-        copy when that differs (what a ``vector_cosine_ops`` HNSW index keeps), for
-        ``count_near``."""
-        head = tuple(float(v) for v in self.values[: PROBE_MAX // 4])
+        """Its window, and that of its unit-length copy when that differs (what a
+        ``vector_cosine_ops`` HNSW index keeps), for ``count_near``."""
+        head = self.window()
         norm = math.sqrt(sum(float(v) * float(v) for v in self.values))
         if not norm or abs(norm - 1.0) < 1e-5:
             return [head]

@@ -1,7 +1,7 @@
 """The Postgres benchmark runs end to end on a tiny store, so it cannot rot.
 
 No timing is asserted: only that the generator makes LangGraph's schema and every
-row of the table is produced (on the session's server, forget skipped).
+row of the table is produced (on the session's server), the forget's verified.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ def test_the_benchmark_runs_at_a_tiny_size(pg_server, tmp_path, capsys):
                 url,
                 "--out-dir",
                 str(tmp_path),
-                "--skip-forget",
             ]
         )
         assert code == 0
@@ -64,6 +63,8 @@ def test_the_benchmark_runs_at_a_tiny_size(pg_server, tmp_path, capsys):
             "vector lane (exact scan)",
         ):
             assert f"\n{name} " in out
+        forget = next(line for line in out.splitlines() if line.startswith("forget one item"))
+        assert forget.endswith("raw: DELETE + VACUUM (INDEX_CLEANUP ON); verified 1/1"), out
         assert sql(made.url, "SELECT count(*) FROM store") == [(300,)]
     finally:
         admin(pg_server, 'DROP DATABASE IF EXISTS "memtui_bench_lg_300_s7" WITH (FORCE)')

@@ -198,8 +198,7 @@ def test_occurrences_counts_every_probe_in_every_text_column_in_one_scan_a_table
             for table, names in columns.items()
             if names
             for row in source.pg.query(
-                f"SELECT {', '.join(f'{n}::text' for n in names)} FROM "
-                f"{erasure.qualified(table)}"
+                f"SELECT {', '.join(f'{n}::text' for n in names)} FROM {erasure.qualified(table)}"
             )
             for value in row
             if value is not None
@@ -210,3 +209,15 @@ def test_occurrences_counts_every_probe_in_every_text_column_in_one_scan_a_table
     assert found == [sum(cell.count(p) for cell in cells) for p in probes]
     assert found[present.index("trip")] > found[present.index("Paris trip booked")] > 0
     assert erasure.occurrences([]) == []
+
+
+def test_a_sparse_vectors_probe_is_its_most_distinctive_run_not_its_leading_zeros():
+    sparse = [0.0] * 40 + [0.5, 0.0, -0.25, 0.125] + [0.0] * 20 + [0.75] + [0.0] * 7
+    probe = VectorProbe("t", "v", tuple(sparse))
+    assert probe.window() == tuple(sparse[40:56])
+    assert probe.raw() == struct.pack("=16f", *sparse[40:56])
+    unit = probe.heads()[1]
+    assert unit[0] == pytest.approx(0.5 / (0.5**2 + 0.25**2 + 0.125**2 + 0.75**2) ** 0.5)
+    dense = tuple(float(n + 1) for n in range(20))
+    assert VectorProbe("t", "v", dense).window() == dense[:16]  # the first run when all count
+    assert VectorProbe("t", "v", (0.0, 0.0, 3.0)).window() == (0.0, 0.0, 3.0)  # shorter than a run
