@@ -41,6 +41,7 @@ from memtui.sources.letta_records import (
     embedding_dim,
     passage_record,
     record_notes,
+    tag_cache_filter,
     view_key,
 )
 from memtui.sources.union_view import UnionViewSource
@@ -115,16 +116,7 @@ class LettaSource(UnionViewSource, GapClearable):
         )
 
     def cache_filter_sql(self) -> FilterSql:
-        def tag(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:
-            if key != "tag":
-                return None
-            return (
-                f"EXISTS (SELECT 1 FROM json_each(coalesce({column}, '[]')) "
-                "WHERE json_each.value = ?)",
-                [str(value)],
-            )
-
-        return tag  # type: ignore[return-value]
+        return tag_cache_filter  # type: ignore[return-value]
 
     def _data_fingerprint(self) -> Any:
         parts = [

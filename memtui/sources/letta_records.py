@@ -137,6 +137,17 @@ def record_notes(record: SourceRecord) -> str:
     return f"version {record.metadata.get('version')}"
 
 
+def tag_cache_filter(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:
+    """The ``tag`` filter on memtui's index of a Letta store, whose tag column holds a
+    JSON list (``FilterSql``); other keys: None, the index's own equality."""
+    if key != "tag":
+        return None
+    return (
+        f"EXISTS (SELECT 1 FROM json_each(coalesce({column}, '[]')) WHERE json_each.value = ?)",
+        [str(value)],
+    )
+
+
 EXPIRY_RULE = (
     "no expiry: a passage or block is live until deleted; soft-deleted ones "
     "(is_deleted) are shown as deleted and left out by default"
