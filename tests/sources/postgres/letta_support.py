@@ -44,9 +44,37 @@ ARCHIVES = {
 }
 RESEARCH, OPS = ARCHIVES
 
+WORDS = (
+    "amber basil cedar delta ember fjord garnet harbor indigo juniper kelp lumen maple "
+    "nectar onyx pebble quartz raven sage tundra umber velvet willow yarrow"
+).split()
+
+
+def real_vector(text: str) -> list[float]:
+    return [float(v) for v in EMBEDDER([text])[0]]
+
+
+def bulk_texts(count: int, taken: list[str]) -> list[str]:
+    """``count`` texts about coffee whose hash-8 vectors differ from each other and from
+    those of ``taken``: a forget proves its vector's bytes gone only where no live
+    passage holds an equal vector (an equal one is, by design, left unverified)."""
+    seen = {tuple(real_vector(t)) for t in taken}
+    out: list[str] = []
+    for first in WORDS:
+        for second in WORDS:
+            text = f"bulk passage about coffee, {first} and {second}"
+            vector = tuple(real_vector(text))
+            if vector not in seen:
+                seen.add(vector)
+                out.append(text)
+                if len(out) == count:
+                    return out
+    raise AssertionError("not enough distinct texts")
+
+
 # (number, archive, text, tags, soft-deleted)
-PASSAGES: list[tuple[int, str, str, list[str], bool]] = [
-    (1, RESEARCH, "The user is writing a compiler for a small functional language", ["project"], False),
+NAMED: list[tuple[int, str, str, list[str], bool]] = [
+    (1, RESEARCH, "The user writes a compiler for a small functional language", ["project"], False),
     (2, RESEARCH, "Paris trip planned for the spring conference", ["travel", "project"], False),
     (3, OPS, "Restart the ingest worker with the drain flag before deploys", ["ops"], False),
     (4, OPS, "Old note: the staging password hint was zqxjvortex", ["ops", "secrets"], True),
@@ -54,10 +82,10 @@ PASSAGES: list[tuple[int, str, str, list[str], bool]] = [
     (6, RESEARCH, "Rome trip with the family booked for May", ["travel"], False),
     (7, OPS, "The billing database fails over to the eu-west replica", ["ops"], False),
     (8, RESEARCH, "Removed: the door code of the old office was 7734", [], True),
-    *(
-        (n, OPS if n % 3 == 0 else RESEARCH, f"bulk passage number {n} about coffee", ["bulk"], False)
-        for n in range(9, 33)
-    ),
+]
+PASSAGES = NAMED + [
+    (n, OPS if n % 3 == 0 else RESEARCH, text, ["bulk"], False)
+    for n, text in enumerate(bulk_texts(24, [t for _, _, t, _, _ in NAMED]), start=9)
 ]
 HUMAN = "block-00000000-0000-4000-8000-000000000001"
 PERSONA = "block-00000000-0000-4000-8000-000000000002"
@@ -74,10 +102,6 @@ def passage_id(number: int) -> str:
 
 def record_id(number: int) -> str:
     return f"archival:{passage_id(number)}"
-
-
-def real_vector(text: str) -> list[float]:
-    return [float(v) for v in EMBEDDER([text])[0]]
 
 
 def padded(text: str) -> str:
