@@ -296,7 +296,7 @@ class LettaPostgresSource(LettaPostgresForget, PostgresSource):
             filters, after=after, limit=limit, include_hidden=include_hidden
         )
         keys = [(int(part), str(rid)) for part, rid in self.query(sql, params)]
-        found = self.load(keys[:limit])
+        found = self.load(keys)  # one more than ``limit``: whether there is a next page
         return Page.of((found[k] for k in keys if k in found), limit)
 
     # -- records
