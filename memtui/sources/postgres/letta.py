@@ -70,8 +70,11 @@ STORE_TABLES = (
     "block",
     "block_history",
     "source_passages",
+    "messages",
 )
-"""Where a forgotten passage's text is looked for (those the schema has)."""
+"""Where a forgotten passage's text is looked for (those the schema has): ``messages`` too,
+whose tool calls (``archival_memory_insert``) and returns may hold a passage's text; a
+forget does not change them, so such a copy leaves the forget unverified, named."""
 ViewKey = tuple[int, str]
 
 

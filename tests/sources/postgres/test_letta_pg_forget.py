@@ -8,17 +8,31 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
-from conftest import fixed_clock, one_error_line
+from conftest import NOW, fixed_clock, one_error_line
 
 from memtui.cli import main
 from memtui.sources import SourceError, open_source
 
 from .conftest import PASSWORD, PASSWORD_USER, admin, database_url, new_database
-from .letta_support import EMBEDDER, HUMAN, PASSAGES, passage_id, record_id, sql, write_letta
+from .letta_support import (
+    EMBEDDER,
+    HUMAN,
+    ORG,
+    PASSAGES,
+    PERSONA,
+    RESEARCH,
+    passage_id,
+    record_id,
+    sql,
+    write_letta,
+    write_passage,
+)
 
 COPIES = itertools.count(1)
 SECRET = "Paris trip planned for the spring conference"
@@ -172,3 +186,51 @@ def test_forget_scope_of_an_archive_and_another_embedding_dimension(letta_store)
         assert outcome.forgotten == 11  # the soft-deleted one too
     assert sql(letta_store, "SELECT count(*) FROM archival_passages") == [(len(PASSAGES) - 11,)]
     assert sql(letta_store, "SELECT count(*) FROM block") == [(2,)]
+
+
+def test_a_copy_in_the_agents_messages_is_named_and_not_verified(letta_store):
+    """Letta's agent inserts a passage with a tool call: its text stays in ``messages``,
+    which a forget does not change; the outcome says where it still is."""
+    agent = "agent-00000000-0000-4000-8000-000000000001"
+    sql(
+        letta_store,
+        "INSERT INTO agents (id, message_buffer_autoclear, organization_id) VALUES (%s, false, %s)",
+        [agent, ORG],
+    )
+    arguments = json.dumps({"content": SECRET})
+    call = [{"function": {"name": "archival_memory_insert", "arguments": arguments}}]
+    sql(
+        letta_store,
+        "INSERT INTO messages (id, role, tool_calls, sequence_id, organization_id, agent_id) "
+        "VALUES ('message-1', 'assistant', %s, 1, %s, %s)",
+        [json.dumps(call), ORG, agent],
+    )
+    with opened(letta_store) as source:
+        outcome = source.forget(record_id(2), reason="r")
+    assert not outcome.verified and outcome.checks["text_gone"] is False
+    assert outcome.checks["row_gone"] and outcome.checks["tags_gone"]
+    assert "still in 1 place(s) of the store's tables" in (outcome.remark or "")
+    assert anywhere(letta_store, SECRET) == ["messages.tool_calls"]
+
+
+def test_the_keyword_index_follows_lettas_own_changes(letta_store):
+    with opened(letta_store) as source:
+        assert [r.id for r in source.search("Rome family").results] == [record_id(6)]
+        assert source.index.last_sync.action == "built"
+    later = NOW + timedelta(hours=10)
+    with psycopg.connect(letta_store) as conn:
+        write_passage(conn, 40, RESEARCH, "a new passage about the harbour ferry", ["new"], False)
+        conn.execute(
+            "UPDATE archival_passages SET is_deleted = true, updated_at = %s WHERE id = %s",
+            [later, passage_id(6)],
+        )
+        conn.execute("DELETE FROM archival_passages WHERE id = %s", [passage_id(5)])
+    with opened(letta_store) as source:
+        assert [r.id for r in source.search("harbour ferry").results] == [record_id(40)]
+        rome = source.search("Rome family")
+        assert rome.results == [] and rome.trace.excluded["deleted"] == 1
+        assert [r.id for r in source.search("bullet points").results] == [f"core:{PERSONA}"]
+        sync = source.index.last_sync
+        # read: the two changed rows, and the newest before them again (the lag)
+        assert sync.action == "refreshed" and sync.removed == 1 and sync.written == 2
+        assert sync.rows_read == 3
