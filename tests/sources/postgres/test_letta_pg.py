@@ -167,3 +167,20 @@ def test_the_keyword_lane_filters_and_hides_soft_deleted_passages(letta_url):
         assert hidden.trace.fallback.startswith("no embedder for these 8-dim vectors")
         assert hidden.trace.source.index_refreshed.startswith(("built ", "up to date as of"))
         assert [r.id for r in source.search("qwphlumbix").results] == [f"core:{HUMAN}"]
+
+
+async def test_the_app_browses_the_letta_server(letta_url):
+    from memtui.tui.app import make_app
+    from memtui.tui.testing import screen_text, settle
+
+    source = opened(letta_url)
+    try:
+        app = make_app(source, poll_interval=None)
+        async with app.run_test(size=(160, 50)) as pilot:
+            await settle(pilot)
+            text = screen_text(app)
+            assert "READ-ONLY" in text and f"{len(LIVE) + 2} live records" in text
+            assert "archival" in text and "core" in text
+            assert "The user writes a compiler" in text
+    finally:
+        source.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import struct
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -28,6 +29,7 @@ from .letta_support import (
     PERSONA,
     RESEARCH,
     passage_id,
+    real_vector,
     record_id,
     sql,
     write_letta,
@@ -88,10 +90,18 @@ def table_bytes(source: Any, probe: bytes) -> int:
     return erasure.scan_files(root, erasure.store_tables, [probe])[probe]
 
 
+def vector_bytes(text: str) -> bytes:
+    """The first 16 float4 of ``text``'s embedding as Letta stores it (its 8 real values,
+    then the padding's zeros), as pgvector keeps them on disk."""
+    values = real_vector(text) + [0.0] * 8
+    return struct.pack(f"={len(values)}f", *values)
+
+
 def test_forget_one_passage_erases_it_and_its_tags_and_proves_it(letta_store):
     assert anywhere(letta_store, SECRET) == ["archival_passages.text"]
     with opened(letta_store) as source:
         assert table_bytes(source, SECRET.encode()) == 1
+        assert table_bytes(source, vector_bytes(SECRET)) == 1  # out of line, in the TOAST table
         preview = source.forget_preview(record_id(2))
         assert preview["counts"] == {"passages": 1, "tag_rows": 2}
         assert preview["rule"].startswith("The passage's row of archival_passages")
@@ -100,6 +110,7 @@ def test_forget_one_passage_erases_it_and_its_tags_and_proves_it(letta_store):
         assert {"row_gone", "tags_gone", "text_gone", "bytes_gone"} <= set(outcome.checks)
         assert outcome.removed == (record_id(2),)
         assert table_bytes(source, SECRET.encode()) == 0
+        assert table_bytes(source, vector_bytes(SECRET)) == 0
         assert source.get(record_id(2)) is None
         assert source.search("Paris spring conference").results == []
         events = source.audit_events(limit=10)
