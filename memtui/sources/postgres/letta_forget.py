@@ -97,7 +97,9 @@ class LettaPostgresForget:
             raise SourceError(BLOCK_REFUSAL)
         return self.delete_passages([str(r.metadata["passage_id"]) for r in records])
 
-    def delete_passages(self, ids: Sequence[str], *, soft_deleted_only: bool = False) -> dict:
+    def delete_passages(
+        self, ids: Sequence[str], *, soft_deleted_only: bool = False
+    ) -> dict[str, Any]:
         """Delete these passages and their tag rows in one transaction (only those still
         soft-deleted when ``soft_deleted_only``); check they are gone."""
         passages, tags = self.table("archival_passages"), self.table("passage_tags")
