@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,31 +26,25 @@ from memtui.sources.base import (
     SourceError,
     SourceRecord,
     SourceSummary,
-    decode_id,
     encode_id,
     require_reason,
 )
 from memtui.sources.cache import FilterSql
 from memtui.sources.capabilities import GapClearable
 from memtui.sources.foreign import Erasure, GapsOutcome
+from memtui.sources.letta_records import (
+    BLOCK_REFUSAL,
+    EXPIRY_RULE,
+    ID_HINT,
+    TIERS,
+    block_record,
+    embedding_dim,
+    passage_record,
+    record_notes,
+    tag_cache_filter,
+    view_key,
+)
 from memtui.sources.union_view import UnionViewSource
-
-TIERS = ("archival", "core")
-_PART = {"archival": 0, "core": 1}
-
-
-def _json(text: Any) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except (TypeError, ValueError):
-        return text
-
-
-def _tags(text: Any) -> list[str]:
-    value = _json(text)
-    return [str(t) for t in value] if isinstance(value, list) else []
 
 
 class LettaSource(UnionViewSource, GapClearable):
@@ -67,10 +60,7 @@ class LettaSource(UnionViewSource, GapClearable):
 
     @property
     def expiry_rule(self) -> str:
-        return (
-            "no expiry: a passage or block is live until deleted; soft-deleted ones "
-            "(is_deleted) are shown as deleted and left out by default"
-        )
+        return EXPIRY_RULE
 
     def has_vectors(self) -> bool:
         return "embedding" in self.columns.get("archival_passages", [])
@@ -126,16 +116,7 @@ class LettaSource(UnionViewSource, GapClearable):
         )
 
     def cache_filter_sql(self) -> FilterSql:
-        def tag(key: str, value: Any, column: str) -> tuple[str, list[Any]] | None:
-            if key != "tag":
-                return None
-            return (
-                f"EXISTS (SELECT 1 FROM json_each(coalesce({column}, '[]')) "
-                "WHERE json_each.value = ?)",
-                [str(value)],
-            )
-
-        return tag  # type: ignore[return-value]
+        return tag_cache_filter  # type: ignore[return-value]
 
     def _data_fingerprint(self) -> Any:
         parts = [
@@ -182,11 +163,7 @@ class LettaSource(UnionViewSource, GapClearable):
     # -- reading
 
     def _key(self, record_id: str) -> tuple[int, str] | None:
-        for tier, part in _PART.items():
-            parts = decode_id(tier, str(record_id), 1)
-            if parts is not None:
-                return part, parts[0]
-        return None
+        return view_key(record_id)
 
     def id_hint(self, record_id: str) -> str | None:
         """A bare passage or block id, as Letta names it: say memtui's id of it."""
@@ -196,10 +173,7 @@ class LettaSource(UnionViewSource, GapClearable):
             candidate = encode_id(tier, str(record_id).strip())
             if self.get(candidate) is not None:
                 return f"memtui's id of {record_id} is {candidate}"
-        return (
-            "a Letta record's id is archival:PASSAGE_ID or core:BLOCK_ID, as `memtui records` "
-            "lists it"
-        )
+        return ID_HINT
 
     def _load(self, keys: Iterable[tuple[int, str]]) -> dict[tuple[int, str], SourceRecord]:
         keys = list(keys)
@@ -229,57 +203,13 @@ class LettaSource(UnionViewSource, GapClearable):
         return out
 
     def _passage(self, row: tuple[Any, ...]) -> SourceRecord:
-        pid, text, config, meta, tags, created, updated, deleted, archive_id, archive, stored = row
-        config_value = _json(config)
-        dim = config_value.get("embedding_dim") if isinstance(config_value, dict) else None
-        return SourceRecord(
-            id=encode_id("archival", pid),
-            tier="archival",
-            record_type="passage",
-            content=text or "",
-            scope={"archive": archive, "tag": _tags(tags), "label": None},
-            created_at=created,
-            expires_at=None,
-            state="deleted" if deleted else "live",
-            metadata={
-                "passage_id": pid,
-                "archive_id": archive_id,
-                "metadata": _json(meta),
-                "embedding_model": config_value.get("embedding_model")
-                if isinstance(config_value, dict)
-                else None,
-                "embedding_dim": dim,
-                "stored_dims": stored,
-                "updated_at": updated,
-            },
-        )
+        return passage_record(row)
 
     def _block(self, row: tuple[Any, ...]) -> SourceRecord:
-        bid, label, value, limit, description, meta, created, updated, deleted, version = row
-        return SourceRecord(
-            id=encode_id("core", bid),
-            tier="core",
-            record_type="block",
-            content=value or "",
-            scope={"archive": None, "tag": [], "label": label},
-            created_at=created,
-            expires_at=None,
-            state="deleted" if deleted else "live",
-            metadata={
-                "block_id": bid,
-                "description": description,
-                "limit": limit,
-                "metadata": _json(meta),
-                "version": version,
-                "updated_at": updated,
-            },
-        )
+        return block_record(row)
 
     def notes(self, record: SourceRecord) -> str:
-        if record.tier == "archival":
-            tags = ", ".join(record.scope.get("tag") or [])
-            return f"{record.metadata.get('embedding_model')} · tags: {tags or 'none'}"
-        return f"version {record.metadata.get('version')}"
+        return record_notes(record)
 
     def detail(self, record_id: str) -> list[DetailSection]:
         record = self.get(record_id)
@@ -325,9 +255,8 @@ class LettaSource(UnionViewSource, GapClearable):
             "SELECT id, embedding_config, embedding FROM archival_passages "
             "WHERE embedding IS NOT NULL"
         ):
-            value = _json(config)
-            dim = value.get("embedding_dim") if isinstance(value, dict) else None
-            if isinstance(blob, bytes) and isinstance(dim, int) and 0 < dim * 4 <= len(blob):
+            dim = embedding_dim(config)
+            if isinstance(blob, bytes) and dim is not None and dim * 4 <= len(blob):
                 out[encode_id("archival", pid)] = bytes(blob[: dim * 4])  # unpadded
         return out
 
@@ -357,10 +286,7 @@ class LettaSource(UnionViewSource, GapClearable):
         }
 
     def _block_refusal(self) -> str:
-        return (
-            "core memory blocks are the agent's working context and are not forgotten from "
-            "memtui; forget archival passages"
-        )
+        return BLOCK_REFUSAL
 
     def record_value_columns(self) -> list[tuple[str, str]]:
         return [("archival_passages", "text"), ("archival_passages", "embedding")]
@@ -492,9 +418,8 @@ class LettaSource(UnionViewSource, GapClearable):
                     continue
                 if row[0]:
                     texts.append(str(row[0]))
-                config = _json(row[2])
-                dim = config.get("embedding_dim") if isinstance(config, dict) else None
-                if isinstance(row[1], bytes) and isinstance(dim, int) and dim >= 4:
+                dim = embedding_dim(row[2])
+                if isinstance(row[1], bytes) and dim is not None and dim >= 4:
                     vectors.append(bytes(row[1][: dim * 4]))
                 if "passage_tags" in self.columns:
                     tags += conn.execute(

@@ -29,7 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memtui.sources.postgres.erasure import SEGMENTS, PgErasure
+from memtui.sources.postgres.erasure import (
+    SEGMENTS,
+    PgErasure,
+    flush_statistics,
+    recount_dead_rows,
+)
 from memtui.sources.shapes import SourceError
 
 PAGE = 8192
@@ -231,7 +236,9 @@ class PgGaps:
         def run(conn: Any) -> None:
             conn.execute("SET statement_timeout = 0")
             try:
+                flush_statistics(conn)
                 conn.execute(f"VACUUM (FULL, ANALYZE) {names}")
+                recount_dead_rows(conn, names)
             finally:
                 conn.execute(f"SET statement_timeout = {int(timeout)}")
 

@@ -15,7 +15,7 @@ that holds several stores in one schema (mem0's collections) sets
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,7 +116,42 @@ MEM0_PGVECTOR = PostgresKind(
     takes_collection=True,
 )
 
-POSTGRES_KINDS: tuple[PostgresKind, ...] = (LANGGRAPH_POSTGRES, MEM0_PGVECTOR)
+# ---------------------------------------------------------------- Letta server
+
+
+def is_letta_postgres(catalog: Catalog, options: Any) -> bool:
+    """Letta's ``archival_passages`` (text, json configs and tags, archive, soft-delete
+    flag, a pgvector ``embedding``)."""
+    from memtui.sources.postgres.letta import is_letta_server
+
+    return is_letta_server(catalog)
+
+
+def open_letta_postgres(database: PgDatabase, request: OpenRequest, options: Any) -> Any:
+    from memtui.sources.postgres.letta import LettaPostgresSource
+
+    if getattr(options, "mem0_history", None):
+        from memtui.sources.base import SourceError
+
+        raise SourceError(
+            f"--mem0-history applies to mem0 collections; {database.target.display} "
+            f"(schema {database.target.schema}) holds a Letta server's passages"
+        )
+    return LettaPostgresSource(database, **request.foreign())
+
+
+LETTA_POSTGRES = PostgresKind(
+    name="letta-postgres",
+    label="Letta server",
+    needs="Letta's archival_passages(id, text, embedding vector(4096), embedding_config json, "
+    "metadata_ json, tags json, archive_id, is_deleted, created_at, updated_at), with "
+    "archives, passage_tags, block and block_history when there",
+    missing="Letta server passages",
+    recognize=is_letta_postgres,
+    open=open_letta_postgres,
+)
+
+POSTGRES_KINDS: tuple[PostgresKind, ...] = (LANGGRAPH_POSTGRES, MEM0_PGVECTOR, LETTA_POSTGRES)
 """Every kind a Postgres URL may hold, in the order they are tried."""
 
 
@@ -136,11 +171,17 @@ def open_database(target: PgTarget, request: OpenRequest, options: Any) -> Memor
                     return source
         from memtui.sources.base import SourceError
 
-        wanted = " or ".join(kind.missing for kind in tried)
+        wanted = either(kind.missing for kind in tried)
         raise SourceError(f"{catalog.describe(target)} but no {wanted}")
     except BaseException:
         conn.close()
         raise
+
+
+def either(names: Iterable[str]) -> str:
+    """``a, b or c``: what a schema was looked at for, in words."""
+    listed = list(names)
+    return " or ".join([", ".join(listed[:-1]), listed[-1]] if len(listed) > 2 else listed)
 
 
 def _catalog(conn: PgConnection, target: PgTarget) -> Catalog:

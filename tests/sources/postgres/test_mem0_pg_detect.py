@@ -57,7 +57,8 @@ def test_the_telemetry_table_alone_is_no_store(pg_server):
         with pytest.raises(SourceError) as raised:
             open_source(url)
         assert str(raised.value).endswith(
-            "holds 1 table (mem0migrations) but no LangGraph store or mem0 pgvector collection"
+            "holds 1 table (mem0migrations) but no LangGraph store, mem0 pgvector collection "
+            "or Letta server passages"
         )
 
 

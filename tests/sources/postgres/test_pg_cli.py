@@ -81,7 +81,8 @@ def test_a_schema_other_than_public(runner, pg_url):
     assert json.loads(found.stdout)["results"]
     line = one_error_line(runner.invoke(main, ["records", pg_url]))
     assert line.endswith(
-        "(schema public) holds no tables but no LangGraph store or mem0 pgvector collection"
+        "(schema public) holds no tables but no LangGraph store, mem0 pgvector collection or "
+        "Letta server passages"
     )
     line = one_error_line(runner.invoke(main, ["info", pg_url, "--pg-schema", "nope"]))
     assert "has no schema 'nope' (schemas: agents, public); give one with --pg-schema" in line
@@ -106,6 +107,6 @@ def test_a_database_without_a_store_is_one_line(runner, pg_url):
     sql(pg_url, "CREATE TABLE invoices (id int)")
     line = one_error_line(runner.invoke(main, ["info", pg_url]))
     assert line.endswith(
-        "(schema public) holds 1 table (invoices) but no LangGraph store or mem0 pgvector "
-        "collection"
+        "(schema public) holds 1 table (invoices) but no LangGraph store, mem0 pgvector "
+        "collection or Letta server passages"
     )

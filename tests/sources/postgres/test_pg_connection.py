@@ -221,7 +221,8 @@ def test_memtui_imports_and_lists_its_stores_without_psycopg():
         "from click.testing import CliRunner\n"
         "from memtui.cli import main\n"
         "out = CliRunner().invoke(main, ['info', '--formats']).output\n"
-        "assert 'Postgres database (LangGraph PostgresStore, mem0 pgvector collection)' in out, out\n"
+        "assert ('Postgres database (LangGraph PostgresStore, mem0 pgvector collection, '\n"
+        "    'Letta server)') in out, out\n"
         "out = CliRunner().invoke(main, ['info', 'postgresql://ana:pw9-x@db.example/a']).output\n"
         'assert out.strip() == "Error: opening a Postgres store needs the postgres extra: '
         "pip install 'memtui[postgres]'\", out\n"
