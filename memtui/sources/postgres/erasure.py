@@ -326,9 +326,10 @@ class PgErasure:
 
     def _occurrences_in(self, table: str, texts: Sequence[str], probes: Sequence[str]) -> list[int]:
         """Each probe's occurrences in the columns ``texts`` (SQL text expressions) of
-        ``table``, in one scan."""
+        ``table``, in one scan (a NULL column counts none: it must not make the row's sum
+        NULL, which ``sum`` would skip)."""
         one = " + ".join(
-            f"(length({t}) - length(replace({t}, %s, ''))) / length(%s)" for t in texts
+            f"coalesce((length({t}) - length(replace({t}, %s, ''))) / length(%s), 0)" for t in texts
         )
         counts = ", ".join(f"coalesce(sum({one}), 0)" for _ in probes)
         where = " OR ".join(f"strpos({t}, %s) > 0" for _ in probes for t in texts)

@@ -18,8 +18,8 @@ def test_a_database_with_other_tables_says_what_it_holds(pg_url):
     message = str(raised.value)
     assert "\n" not in message
     assert message.endswith(
-        "(schema public) holds 3 tables (audit, customers, invoices) but no LangGraph store "
-        "or mem0 pgvector collection"
+        "(schema public) holds 3 tables (audit, customers, invoices) but no LangGraph store, "
+        "mem0 pgvector collection or Letta server passages"
     )
 
 

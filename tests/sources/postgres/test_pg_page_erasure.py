@@ -186,11 +186,13 @@ def test_an_open_snapshot_that_still_sees_the_row_is_named_and_not_verified(stor
         reader.rollback()
 
 
-def test_occurrences_counts_every_probe_in_every_text_column_in_one_scan_a_table(lg_url):
+def test_occurrences_counts_every_probe_in_every_text_column_in_one_scan_a_table(lg_store):
     """The text check's counts equal a count in Python over every text and jsonb column of
     the store's tables, for more probes than one scan takes (probes in values, keys and
-    prefixes; one twice in a value; absent ones)."""
-    with open_source(lg_url, now=NOW) as source:
+    prefixes; one twice in a value; absent ones; a row whose other text column is NULL)."""
+    sql(lg_store, "ALTER TABLE store ADD COLUMN note text")
+    sql(lg_store, "UPDATE store SET note = 'Rome trip aside' WHERE key = 'stack'")
+    with open_source(lg_store, now=NOW) as source:
         erasure = source.erasure()
         columns = {t: erasure.text_columns(t) for t in erasure.store_tables}
         cells = [
@@ -204,9 +206,11 @@ def test_occurrences_counts_every_probe_in_every_text_column_in_one_scan_a_table
             if value is not None
         ]
         present = ["trip", "Paris trip booked", "memories.user-2", "text", "e", "user-1"]
-        probes = present + [f"absent probe {n}" for n in range(40)] + ["Rome trip"]
+        probes = present + [f"absent probe {n}" for n in range(40)] + ["Rome trip", "aside"]
         found = erasure.occurrences(probes)
+    assert "note" in columns["store"]
     assert found == [sum(cell.count(p) for cell in cells) for p in probes]
+    assert found[-1] == 1  # only in the note, beside NULL notes
     assert found[present.index("trip")] > found[present.index("Paris trip booked")] > 0
     assert erasure.occurrences([]) == []
 
