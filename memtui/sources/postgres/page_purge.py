@@ -94,9 +94,7 @@ class PagePurge:
         return out
 
     def live_in_block(self, table: str, block: int, probe: bytes) -> int:
-        """How often the live rows of ``block`` hold the text ``probe`` (an equal vector in
-        a live row of the block is not allowed for: its bytes count as left, a failure
-        rather than a false proof)."""
+        """How often the live rows of ``block`` hold the text ``probe``."""
         text = probe.decode("utf-8", "replace")
         total = 0
         for column in self.erasure.text_columns(table):
@@ -110,12 +108,25 @@ class PagePurge:
             total += int(rows[0][0])
         return total
 
+    def equal_in_block(self, vector: VectorProbe, block: int) -> int:
+        """How many live rows of ``block`` hold a vector equal to ``vector`` (an item
+        stored twice has one embedding twice: its bytes are the live row's, as the index
+        check and the text check allow for live copies)."""
+        column = quote_identifier(vector.column)
+        rows = self.erasure.pg.query(
+            f"SELECT count(*) FROM {self.erasure.qualified(vector.table)} "
+            f"WHERE {block_range(block)} AND {column} = %s::{self.erasure.vector_type(vector)}",
+            [vector.literal()],
+        )
+        return int(rows[0][0])
+
     def block_counts(self, root: Path, table: str, blocks: Sequence[int]) -> dict[int, int]:
         """Per block, the probe bytes it holds beyond its live rows' (after a checkpoint)."""
         self.erasure.pg.run(lambda conn: conn.execute("CHECKPOINT"))
         base = root / self.erasure.relation_files_of(table)
         probes = self.table_probes(table)
         texts = {p.encode("utf-8") for p in self.probes}
+        vectors = {v.raw(): v for v in self.vectors if v.table == table}
         out: dict[int, int] = {}
         for block in blocks:
             data = read_block(base, block)
@@ -124,6 +135,8 @@ class PagePurge:
                 found = data.count(probe)
                 if found and probe in texts:
                     found -= self.live_in_block(table, block, probe)
+                elif found and probe in vectors:
+                    found -= self.equal_in_block(vectors[probe], block)
                 excess += max(0, found)
             out[block] = excess
         return out
@@ -227,6 +240,8 @@ class PagePurge:
             return False
         erasure.pg.run(lambda conn: conn.execute("CHECKPOINT"))
         probes = {p: 0 for t in tables for p in self.table_probes(t)}
+        for vector in [v for v in self.vectors if v.table in tables]:
+            probes[vector.raw()] = erasure.live_equal(vector)
         texts = [p.encode("utf-8") for p in self.probes]
         for probe, live in zip(texts, erasure.occurrences(self.probes), strict=True):
             probes[probe] = live

@@ -125,6 +125,25 @@ def test_where_plain_vacuum_wipes_the_bytes_the_tables_are_not_rewritten(store_u
     assert not any("FULL" in step for step in events[0]["details"]["purge"])
 
 
+def test_a_vector_a_live_item_shares_is_allowed_for_and_no_table_is_rewritten(store_url):
+    """An item stored twice has one embedding twice: the forgotten vector's bytes in its
+    block are then also the live row's, counted as the text check counts live copies
+    (they were taken for leftovers: the table rewritten, and still not verified)."""
+    sql(
+        store_url,
+        "UPDATE store_vectors SET embedding = (SELECT embedding FROM store_vectors WHERE "
+        "prefix = 'users.u1' AND key = 'trip') WHERE prefix = 'users.u2' AND key = 'pet'",
+    )
+    with opened(store_url) as source:
+        outcome = source.forget(lg_id("users.u1", "trip"), reason="asked")
+        assert outcome.verified, outcome.checks
+        assert outcome.remark is None
+        steps = source.audit_events(limit=1)[0]["details"]["purge"]
+        assert not any("FULL" in step for step in steps)
+        assert table_bytes(source, SECRET.encode()) == 0
+        assert table_bytes(source, vector_bytes(SECRET)) == 2  # the live row and its element
+
+
 def test_plain_vacuum_leaves_the_bytes_in_the_heap_page(store_url):
     """The measurement behind the rewrite: DELETE + plain VACUUM keeps the newest tuple's
     bytes in the page's free space; VACUUM FULL takes them."""
