@@ -306,20 +306,23 @@ def vector_rows(url: str, embedder: Any, repeats: int, cache: Path) -> list[Row]
 
 
 def put_forget_items(conn: psycopg.Connection[Any], keys: Sequence[str]) -> None:
-    """Items under ``bench.forget``, each with a vector of its own (it goes into the HNSW
-    index like any other; a vector equal to a live one could not be proved gone)."""
-    embedder = HashEmbedder(gen.DIM)
+    """Items under ``bench.forget``, each with a random unit vector of its own, as the
+    generated items have (it goes into the HNSW index like any other; a vector sharing a
+    run of components with a live one in the same block could not be proved gone)."""
+    import numpy as np
+
+    rng = np.random.default_rng(len(keys))
     for key in keys:
-        text = f"a note the benchmark forgets, {key}"
+        vector = rng.standard_normal(gen.DIM)
         conn.execute(
             "INSERT INTO store (prefix, key, value) VALUES ('bench.forget', %s, "
             "jsonb_build_object('text', %s::text))",
-            (key, text),
+            (key, f"a note the benchmark forgets, {key}"),
         )
         conn.execute(
             "INSERT INTO store_vectors (prefix, key, field_name, embedding) "
             "VALUES ('bench.forget', %s, 'text', %s::vector)",
-            (key, vector_text(embedder([text])[0])),
+            (key, vector_text(vector / np.linalg.norm(vector))),
         )
 
 
