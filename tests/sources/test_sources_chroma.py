@@ -308,19 +308,20 @@ def test_cli_info_names_the_gap_and_a_forget_needs_allow_writes(chroma, monkeypa
     assert CANARY.encode() in every_file(chroma)
 
 
-def test_a_purged_queue_means_keyword_only_and_a_gap_a_vacuum_clears(tmp_path):
+def test_a_purged_queue_keeps_the_vector_lane_and_a_gap_a_vacuum_clears(tmp_path):
     folder = make_purged_folder(tmp_path / "purged" / "chroma")
     deleted_text = purged_text(5).encode()
     assert deleted_text in every_file(folder)  # in unused space: Chroma deletes without zeroing
     with open_source(folder, allow_writes=True) as source:
         assert source.record_count() == PURGED_COUNT - 1
-        assert "vectors" not in source.capabilities
+        assert "vectors" in source.capabilities  # from the HNSW segment's files
         summary = source.summary()
         assert summary.counts["deleted_rows_purged"] == 1
         assert summary.counts["stale_queue_fragments"] > 0
-        assert any("search is keyword-only" in n for n in summary.notes)
-        assert "no stored vectors" in (source.search("kwyjibo7q").trace.fallback or "")
-        assert source.search("kwyjibo7q").results[0].id == "chroma:p0007"
+        assert not any("search is keyword-only" in n for n in summary.notes)
+        found = source.search(purged_text(7), embedder=HashEmbedder(8))
+        assert found.trace.fallback is None
+        assert found.results[0].id == "chroma:p0007"
         done = source.forget_gaps(reason="vacuum", operator="ana")
         assert done.verified and done.record_ids == ()
         assert source.summary().counts["stale_queue_fragments"] == 0
