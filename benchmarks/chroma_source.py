@@ -8,8 +8,11 @@ scopes are counted) beside a new connection's raw SQL for the same count and row
 the scope facets beside the raw ``GROUP BY``; a page beside the raw keyset query;
 memtui's keyword lane beside raw FTS5 top-100 on memtui's own index of the folder;
 a keyword search end to end (the lane, the 100 results' documents read back from
-``chroma.sqlite3``) beside raw FTS5 plus the raw read of those documents; a
-verified forget (through chromadb, then the queue rows, the full-text merge,
+``chroma.sqlite3``) beside raw FTS5 plus the raw read of those documents; the
+vectors read from the HNSW segment's files (what the first vector search pays,
+Chroma having purged its queue) beside a raw read of those files' bytes; the
+vector lane beside raw numpy (``M @ q`` and ``argpartition``) over the same
+matrix; a verified forget (through chromadb, then the queue rows, the full-text merge,
 VACUUM and the byte scan of the folder) beside chromadb's own
 ``collection.delete`` on a copy, which leaves the text behind.
 """
@@ -30,6 +33,7 @@ from benchmarks.foreign_bench import (
     RARE_RUNS,
     RAW_FTS,
     Row,
+    at_most_times,
     first_screen_row,
     interleaved,
     keyword_rows,
@@ -38,8 +42,10 @@ from benchmarks.foreign_bench import (
     with_target,
     within,
 )
+from memtui.core import vector_cache
 from memtui.core.embed import HashEmbedder
 from memtui.core.search import index_tokens, match_expression, sanitize_query
+from memtui.core.search.vector import vector_lane
 from memtui.sources import open_source
 
 COLLECTION = "bench_memory"
@@ -251,9 +257,59 @@ def measure(
                 )
         finally:
             index.close()
+        rows.extend(vector_rows(source, folder, repeats))
         rows.append(Row("memtui's index, first build", build, 0.0, "-"))
     conn.close()
     return rows
+
+
+def vector_rows(source: Any, folder: Path, repeats: int) -> list[Row]:
+    """The vectors read from the HNSW files (each ``cache_vectors`` reads them again) beside
+    a raw read of the segment's files; the lane beside raw numpy on memtui's matrix."""
+    import numpy as np
+
+    segment = next(p for p in folder.iterdir() if (p / "header.bin").is_file())
+    names = ("header.bin", "data_level0.bin", "length.bin", "index_metadata.pickle")
+    files = [segment / name for name in names if (segment / name).is_file()]
+    ours, base = interleaved(
+        [None],
+        lambda _c: source.cache_vectors(),
+        lambda _c: [path.read_bytes() for path in files],
+        max(1, min(repeats, 3)),
+    )
+    count = len(source.cache_vectors())
+    read = Row(
+        f"vectors read from the HNSW files ({count:,})",
+        ours,
+        base,
+        "raw read of the segment's files",
+    )
+    index = source.index.store()
+    cached = vector_cache.load(index)
+    query = [float(x) for x in HashEmbedder(DIMS).embed_one("memory about topic7 and tag3")]
+    vector_lane(index, query, None, 100)  # the matrix is built once, then kept
+    ours, base = interleaved(
+        [None],
+        lambda _c: vector_lane(index, query, None, 100),
+        lambda _c: _numpy_top(cached.matrix, np.asarray(query, dtype=np.float32)),
+        repeats,
+    )
+    lane = with_target(
+        Row(
+            "vector lane, top 100 by cosine", ours, base, "numpy M @ q + argpartition, same matrix"
+        ),
+        "<= 1.3x",
+        at_most_times(1.3),
+    )
+    return [read, lane]
+
+
+def _numpy_top(matrix: Any, query: Any, k: int = 100) -> Any:
+    import numpy as np
+
+    scores = matrix @ query
+    top = np.argpartition(-scores, min(k, len(scores) - 1))[:k]
+    return top[np.argsort(-scores[top])]
 
 
 def forget_rows(folder: Path, work: Path, cache: Path) -> list[Row]:
