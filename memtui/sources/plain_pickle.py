@@ -83,16 +83,51 @@ def read_plain_pickle(data: bytes, limits: PickleLimits) -> Any:
     return value
 
 
-def _text(data: bytes, start: int, end: int) -> str:
-    if end > len(data):
-        raise ValueError("the pickle ends inside a string")
-    return data[start:end].decode("utf-8", "surrogatepass")
-
-
 def _chunk(data: bytes, start: int, end: int) -> bytes:
     if end > len(data):
         raise ValueError("the pickle ends inside a value")
     return data[start:end]
+
+
+_SCALAR_CODES = frozenset({0x58, 0x4A, 0x8C, 0x4B, 0x4D})
+_UINT4 = struct.Struct("<I").unpack_from
+_INT4 = struct.Struct("<i").unpack_from
+_UINT2 = struct.Struct("<H").unpack_from
+
+
+def _scalars(data: bytes, pos: int, stack: list[Any]) -> int:
+    """Push a run of strings and small integers (``BINUNICODE``, ``SHORT_BINUNICODE``,
+    ``BININT``, ``BININT1``, ``BININT2``: a dict's keys and values) from ``pos``; where the
+    run ends."""
+    append = stack.append
+    size = len(data)
+    while pos < size:
+        code = data[pos]
+        if code == 0x58:  # BINUNICODE
+            start = pos + 5
+            end = start + _UINT4(data, pos + 1)[0]
+        elif code == 0x4A:  # BININT
+            append(_INT4(data, pos + 1)[0])
+            pos += 5
+            continue
+        elif code == 0x8C:  # SHORT_BINUNICODE
+            start = pos + 2
+            end = start + data[pos + 1]
+        elif code == 0x4B:  # BININT1
+            append(data[pos + 1])
+            pos += 2
+            continue
+        elif code == 0x4D:  # BININT2
+            append(_UINT2(data, pos + 1)[0])
+            pos += 3
+            continue
+        else:
+            return pos
+        if end > size:
+            raise ValueError("the pickle ends inside a string")
+        append(data[start:end].decode("utf-8", "surrogatepass"))
+        pos = end
+    return pos
 
 
 def _build(data: bytes) -> Any:
@@ -101,26 +136,10 @@ def _build(data: bytes) -> Any:
     marks: list[int] = []
     memo: dict[int, Any] = {}
     pos = 0
-    little = int.from_bytes
     while True:
         code = data[pos]
-        if code == 0x58:  # BINUNICODE
-            end = pos + 5 + little(data[pos + 1 : pos + 5], "little")
-            stack.append(_text(data, pos + 5, end))
-            pos = end
-        elif code == 0x4A:  # BININT
-            stack.append(little(data[pos + 1 : pos + 5], "little", signed=True))
-            pos += 5
-        elif code == 0x8C:  # SHORT_BINUNICODE
-            end = pos + 2 + data[pos + 1]
-            stack.append(_text(data, pos + 2, end))
-            pos = end
-        elif code == 0x4B:  # BININT1
-            stack.append(data[pos + 1])
-            pos += 2
-        elif code == 0x4D:  # BININT2
-            stack.append(little(data[pos + 1 : pos + 3], "little"))
-            pos += 3
+        if code in _SCALAR_CODES:
+            pos = _scalars(data, pos, stack)
         elif code == 0x28:  # MARK
             marks.append(len(stack))
             pos += 1
@@ -192,7 +211,7 @@ def _step(
     if kind == "long":
         stack.append(little(_chunk(data, start, end), "little", signed=True))
     elif kind == "text":
-        stack.append(_text(data, start, end))
+        stack.append(_chunk(data, start, end).decode("utf-8", "surrogatepass"))
     else:
         stack.append(_chunk(data, start, end))
     return end

@@ -46,6 +46,7 @@ from __future__ import annotations
 import io
 import pickle
 import pickletools
+import struct
 from array import array
 from dataclasses import dataclass
 from typing import Any
@@ -264,24 +265,41 @@ _SHORT_BINUNICODE, _MEMOIZE, _BINFLOAT, _MARK, _BINGET = 0x8C, 0x94, 0x47, 0x28,
 _SCALARS = {0x4A: 4, 0x4B: 1, 0x4D: 2, 0x58: 0}
 
 
-def _scalar_end(data: bytes, pos: int, code: int) -> int:
-    """Where the next opcode starts after a ``_SCALARS`` one at ``pos``."""
-    width = _SCALARS[code]
-    if width:
-        return pos + 1 + width
-    length = int.from_bytes(data[pos + 1 : pos + 5], "little", signed=True)
-    if length < 0 or pos + 5 + length > len(data):
-        raise ValueError(f"a string that does not fit at byte {pos}")
-    return pos + 5 + length
+def _scalar_run(data: bytes, pos: int) -> tuple[int, int]:
+    """Where a run of ``_SCALARS`` opcodes from ``pos`` ends, and how many it holds (a
+    dict's keys and values, in one call)."""
+    size = len(data)
+    count = 0
+    while pos < size:
+        code = data[pos]
+        if code == 0x58:
+            if pos + 5 > size:
+                raise ValueError(f"a string that does not fit at byte {pos}")
+            length = _INT4(data, pos + 1)[0]
+            if length < 0 or pos + 5 + length > size:
+                raise ValueError(f"a string that does not fit at byte {pos}")
+            pos += 5 + length
+        elif code in _SCALARS:
+            pos += 1 + _SCALARS[code]
+        else:
+            break
+        count += 1
+    return pos, count
 
 
-def _float_run(data: bytes, pos: int) -> int:
-    """How many BINFLOAT opcodes follow one another from ``pos`` (a vector, in C)."""
+_INT4 = struct.Struct("<i").unpack_from
+
+
+def _float_run(data: bytes, pos: int) -> tuple[int, int]:
+    """Where a run of BINFLOAT opcodes from ``pos`` ends (a vector, found in C), and how
+    many it holds."""
     opcodes = data[pos::9]
     count = len(opcodes) - len(opcodes.lstrip(b"G"))
     while count and pos + 9 * count > len(data):
         count -= 1
-    return count
+    if not count:  # a float the pickle ends inside: stepping over none would loop forever
+        raise ValueError(f"the pickle ends inside a float at byte {pos}")
+    return pos + 9 * count, count
 
 
 def check_opcodes(data: bytes, limits: PickleLimits = POINT_LIMITS) -> bool:
@@ -312,10 +330,12 @@ def check_opcodes(data: bytes, limits: PickleLimits = POINT_LIMITS) -> bool:
                     memo[len(memo)] = 0
                     pos += 1
                 continue
-            if code in _SCALARS:
-                pos = _scalar_end(data, pos, code)
-                stack.append(0)
-                objects += 1
+            if code in _SCALARS or code == _BINFLOAT:  # a run of plain values
+                pos, count = (_float_run if code == _BINFLOAT else _scalar_run)(data, pos)
+                stack.extend([0] * count)
+                objects += count
+                if objects > limits.objects:
+                    raise PickleLimitError(f"builds more than {limits.objects:,} objects")
                 continue
             if code == _MEMOIZE:  # one more slot each time: no huge memo
                 memo[len(memo)] = stack[-1]
@@ -330,12 +350,6 @@ def check_opcodes(data: bytes, limits: PickleLimits = POINT_LIMITS) -> bool:
                 shared = shared or value > 0
                 stack.append(value)
                 pos += 2
-                continue
-            if code == _BINFLOAT:
-                count = _float_run(data, pos)
-                pos += 9 * count
-                stack.extend([0] * count)
-                objects += count
                 continue
             op = _OPS.get(code)
             if op is None:

@@ -48,7 +48,14 @@ def test_code_and_other_kinds_are_refused_by_opcode_and_nothing_runs(tmp_path):
 
 
 def test_malformed_and_costly_pickles_are_refused_in_one_line():
-    for broken in (b"", b"\x80\x03}(X\x05\x00\x00\x00ab", b"\x80\x03u.", b"\x80\x03K\x01K\x02."):
+    truncated_float = b"\x80\x04G\x00\x00"  # once looped forever in the opcode check
+    for broken in (
+        b"",
+        b"\x80\x03}(X\x05\x00\x00\x00ab",
+        b"\x80\x03u.",
+        b"\x80\x03K\x01K\x02.",
+        truncated_float,
+    ):
         with pytest.raises(pickle.UnpicklingError):
             read_plain_pickle(broken, LIMITS)
     with pytest.raises(PickleLimitError, match="builds more than 100 objects"):

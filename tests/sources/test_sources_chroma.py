@@ -335,7 +335,7 @@ def test_a_purged_queue_keeps_the_vector_lane_and_a_gap_a_vacuum_clears(tmp_path
         client.close()
 
 
-def test_the_segment_pickle_is_never_loaded(tmp_path):
+def test_a_hostile_segment_pickle_is_never_unpickled(tmp_path):
     folder = make_purged_folder(tmp_path / "hostile" / "chroma")
     marker = tmp_path / "pwned"
     pickles = list(folder.rglob("index_metadata.pickle"))

@@ -97,15 +97,15 @@ def read_collection_vectors(
             after = seq_number(rows[0][0]) if rows else 0
     out.from_segment = len(state)
     out.from_queue = _apply_queue(state, query(_QUEUE, (f"%/{collection_id}", after)), dim)
-    missing = sum(1 for eid in live if state.get(eid) is None)
+    vectors = {eid: vector for eid in live if (vector := state.get(eid)) is not None}
+    missing = len(live) - len(vectors)
     if missing:
         where = refused or "neither its HNSW segment's files nor embeddings_queue hold it"
         out.why = (
             f"{missing} of {len(live)} live document(s) have no vector memtui can read ({where})"
         )
         return out
-    out.complete = True
-    out.vectors = {eid: vector for eid in live if (vector := state.get(eid)) is not None}
+    out.complete, out.vectors = True, vectors
     return out
 
 
