@@ -334,3 +334,19 @@ def test_info_names_the_reason_without_a_traceback(lane):
         "refused: data_level0.bin holds 650 whole element(s); header.bin counts 1300 "
         "(truncated)): search is keyword-only"
     ) in said
+
+
+def test_asking_whether_an_action_applies_reads_no_vector_file(lane, monkeypatch):
+    """The app asks the source which keys apply on its UI thread: that must not wait for
+    the HNSW files to be read (a second at 100,000 documents); only "vectors" does."""
+    import memtui.sources.chroma.read as chroma_read
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the vectors were read")
+
+    with open_source(lane, allow_writes=True) as source:
+        monkeypatch.setattr(chroma_read, "read_collection_vectors", refuse)
+        assert source.can("search") and source.can("audit") and source.can("forget")
+        assert source.can("forget_scope") and not source.can("history")
+        monkeypatch.undo()
+        assert source.can("vectors") and "vectors" in source.capabilities

@@ -102,6 +102,7 @@ class ChromaReads(ForeignSqliteSource):
         self._snap = Snapshot()
         self._snap_lock = threading.RLock()
         self._vector_read: tuple[Any, CollectionVectors] | None = None
+        self._vector_lock = threading.RLock()  # not the snapshot's: reads need not wait
         self.vector_segment_id: str | None = None
         if kwargs.get("audit_db") is None:
             kwargs["audit_db"] = Path(str(folder) + ".memtui-audit.db")
@@ -512,7 +513,7 @@ class ChromaReads(ForeignSqliteSource):
         """The collection's vectors as read for this state of the folder: read once, and
         again when the vectors themselves are wanted after they were handed over."""
         key = self.fingerprint()
-        with self._snap_lock:
+        with self._vector_lock:
             cached = self._vector_read
             if (
                 cached is None
@@ -542,7 +543,7 @@ class ChromaReads(ForeignSqliteSource):
         segment's files overlaid by the newer queue rows); none unless every live document
         has one (a lane that ranks only some documents would mislead). The vectors are
         handed over and not kept: the next call reads them again."""
-        with self._snap_lock:
+        with self._vector_lock:
             read = self._vectors(with_vectors=True)
             vectors, read.vectors = read.vectors, None
         if not vectors or not read.live:
