@@ -263,6 +263,10 @@ DAMAGE = {
     "element size": (lambda f: header_field(f, 28, "<Q", 999), "an element is 999 bytes"),
     "version": (lambda f: header_field(f, 0, "<i", 2), "has version 2"),
     "short header": (lambda f: truncate(f, "header.bin", 0.99), "is 99 bytes, not 100"),
+    "long header": (
+        lambda f: (segment_of(f) / "header.bin").write_bytes(b"\x01" + b"\0" * (8 << 20)),
+        "header.bin is longer, not 100 bytes",
+    ),
     "maxM0": (lambda f: header_field(f, 68, "<Q", 0), "maxM0 is 0"),
     "too many links": (lambda f: element_bytes(f, 3, 0, b"\xff\x00"), "more links than maxM0"),
     "not unit": (lambda f: element_bytes(f, 2, 132, struct.pack("<f", 9.0)), "not unit length"),

@@ -34,12 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memtui.sources.chroma.hnsw import DATA, HEADER, LENGTHS
+from memtui.sources.chroma.hnsw import DATA, HEADER, HEADER_SIZE, LENGTHS, read_header
 from memtui.sources.plain_pickle import read_plain_pickle
 from memtui.sources.safe_pickle import MAX_TEXT, PickleLimits
 
 ID_MAP = "index_metadata.pickle"
-HEADER_SIZE = 100
 PERSISTENCE_VERSION = 1
 #: the largest id map read, per element of the header (ids average well under this)
 MAP_BYTES_PER_ELEMENT = 512
@@ -71,7 +70,8 @@ class HnswHeader:
     @classmethod
     def parse(cls, raw: bytes) -> HnswHeader:
         if len(raw) != HEADER_SIZE:
-            raise SegmentRefused(f"{HEADER} is {len(raw)} bytes, not {HEADER_SIZE}")
+            size = f"{len(raw)} bytes" if len(raw) <= HEADER_SIZE else "longer"
+            raise SegmentRefused(f"{HEADER} is {size}, not {HEADER_SIZE} bytes")
         version = struct.unpack_from("<i", raw, 0)[0]
         if version != PERSISTENCE_VERSION:
             raise SegmentRefused(f"{HEADER} has version {version}, not {PERSISTENCE_VERSION}")
@@ -122,7 +122,7 @@ def read_segment(folder: Path, dim: int, space: str) -> SegmentVectors:
     """The vectors of the segment in ``folder``, as chromadb's ``get`` returns them;
     ``SegmentRefused`` when a file does not match the header or the collection."""
     try:
-        header = HnswHeader.parse((folder / HEADER).read_bytes())
+        header = HnswHeader.parse(read_header(folder))
     except OSError as exc:
         raise SegmentRefused(f"{HEADER} cannot be read ({exc.strerror})") from None
     header.check(dim)
