@@ -25,7 +25,11 @@ SHARED_ROWS = (
     "forget, verified",
 )
 LANCEDB_ROWS = ("get one row by id", "vector lane, top 100 by cosine")
-CHROMA_ROWS = ("vectors read from the HNSW files", "vector lane, top 100 by cosine")
+CHROMA_ROWS = (
+    "vectors read from the HNSW files",
+    "vector lane, top 100 by cosine, a text query",
+    "vector lane, top 100 by cosine, a random query",
+)
 
 
 def _bench(name: str, library: str) -> Any:
