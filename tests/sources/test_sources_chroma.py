@@ -105,12 +105,45 @@ def test_the_tiers_are_counted_apart_from_their_scopes_and_agree_with_them(chrom
             assert source.tier_counts(include_hidden=hidden) == {f.tier: f.count for f in facets}
 
 
-def test_scope_counts_read_from_the_index_equal_those_of_a_folder_of_two_collections(tmp_path):
-    # one collection: counted from embedding_metadata alone; two: joined to the segment's rows
+def plain_scope_counts(source) -> list[tuple]:
+    """The counts by SQLite's own plan: the metadata joined to the collection's rows."""
+    return sorted(
+        source.query(
+            "SELECT m.key, m.string_value, count(*) FROM embeddings AS e "
+            "JOIN embedding_metadata AS m ON m.id = e.id WHERE e.segment_id = ? "
+            "AND m.key IN ('user_id', 'agent_id', 'run_id', 'session_id') "
+            "AND m.string_value IS NOT NULL GROUP BY m.key, m.string_value",
+            (source.segment_id,),
+        )
+    )
+
+
+def test_every_plan_of_the_scope_counts_gives_the_plain_joins_counts(tmp_path, monkeypatch):
+    # one collection: the metadata index alone; the bigger of two: the index minus the
+    # other's; the smaller of two: its own rows walked to their metadata
+    import memtui.sources.chroma.scope_counts as plans
+
     alone = make_chroma_folder(tmp_path / "one" / "chroma")
     shared = make_chroma_folder(tmp_path / "two" / "chroma", second=True)
-    with open_source(alone) as one, open_source(shared, options={"collection": COLLECTION}) as two:
-        assert one._segment_holds_all() and not two._segment_holds_all()
+    used: list[str] = []
+    for name in ("_EVERY", "_THEIRS", "_OURS"):
+        monkeypatch.setattr(plans, name, f"/* {name} */ " + getattr(plans, name))
+    with (
+        open_source(alone) as one,
+        open_source(shared, options={"collection": COLLECTION}) as two,
+        open_source(shared, options={"collection": "notes"}) as notes,
+    ):
+        for source in (one, two, notes):
+            query = source.query
+
+            def spying(sql, params=(), query=query):
+                used.extend(n for n in ("_EVERY", "_THEIRS", "_OURS") if f"/* {n} */" in sql)
+                return query(sql, params)
+
+            monkeypatch.setattr(source, "query", spying)
+            counted = sorted(source._scope_counts("", ()))
+            assert counted == plain_scope_counts(source)
+        assert used == ["_EVERY", "_EVERY", "_THEIRS", "_OURS"]
         for hidden in (False, True):
             assert one.facets(include_hidden=hidden) == two.facets(include_hidden=hidden)
         assert one.facets()[0].scopes == {
@@ -119,7 +152,6 @@ def test_scope_counts_read_from_the_index_equal_those_of_a_folder_of_two_collect
             "user_id": {"alice": 4, "bob": 3, "carol": 1},
         }
         assert one.facets({"user_id": "bob"})[0].scopes["agent_id"] == {"helper": 1}
-    with open_source(shared, options={"collection": "notes"}) as notes:
         assert notes.facets()[0].count == 1 and notes.facets()[0].scopes == {}
 
 

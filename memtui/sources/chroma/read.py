@@ -31,6 +31,7 @@ from memtui.sources.base import (
 )
 from memtui.sources.chroma.folder import SQLITE_NAME
 from memtui.sources.chroma.hnsw import DATA, HEADER, LENGTHS
+from memtui.sources.chroma.scope_counts import scope_counts
 from memtui.sources.chroma.segment import ID_MAP
 from memtui.sources.chroma.vectors import (
     CollectionVectors,
@@ -367,34 +368,16 @@ class ChromaReads(ForeignSqliteSource):
         ]
 
     def _scope_counts(self, where: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """(key, value, live documents) of the scope keys under the ``_scope_sql`` filter.
-
-        Unfiltered, when this collection's segment holds every document of the folder (a
-        folder of one collection), the counts are read from Chroma's own index on
-        ``embedding_metadata (key, string_value)`` alone: at 100,000 documents 10 ms,
-        where the join to ``embeddings`` that picks the segment's rows takes 0.5 s.
-        """
-        marks = ",".join("?" * len(SCOPE_KEYS))
-        if not where and self._segment_holds_all():
-            return self.query(
-                "SELECT m.key, m.string_value, count(*) FROM embedding_metadata AS m "
-                f"WHERE m.key IN ({marks}) AND m.string_value IS NOT NULL "
-                "GROUP BY m.key, m.string_value",
-                SCOPE_KEYS,
-            )
-        return self.query(
-            "SELECT m.key, m.string_value, count(*) FROM embeddings AS e "
-            "JOIN embedding_metadata AS m ON m.id = e.id "
-            f"WHERE e.segment_id = ?{where} AND m.key IN ({marks}) "
-            "AND m.string_value IS NOT NULL GROUP BY m.key, m.string_value",
-            (self.segment_id, *params, *SCOPE_KEYS),
+        """(key, value, live documents) of the scope keys under the ``_scope_sql`` filter,
+        by the cheapest exact plan (``memtui.sources.chroma.scope_counts``)."""
+        return scope_counts(
+            self.query,
+            segment_id=self.segment_id,
+            keys=SCOPE_KEYS,
+            live_count=self._current().live_count,
+            where=where,
+            params=params,
         )
-
-    def _segment_holds_all(self) -> bool:
-        """Whether every row of ``embeddings`` is this collection's (its metadata rows then
-        are every metadata row: Chroma deletes them with their document)."""
-        every = int(self.query("SELECT count(*) FROM embeddings")[0][0])
-        return every == self._current().live_count
 
     def _live_key(self, eid: str) -> int | None:
         rows = self.query(
