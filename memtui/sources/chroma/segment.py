@@ -167,9 +167,10 @@ def read_elements(path: Path, header: HnswHeader, dim: int) -> tuple[Any, Any, A
     with path.open("rb") as handle:
         for start in range(0, header.count, CHUNK_ELEMENTS):
             n = min(CHUNK_ELEMENTS, header.count - start)
-            chunk = np.frombuffer(handle.read(n * header.per_element), dtype=layout)
-            if len(chunk) != n:
+            raw = handle.read(n * header.per_element)
+            if len(raw) != n * header.per_element:
                 raise SegmentRefused(f"{DATA} changed while it was read")
+            chunk = np.frombuffer(raw, dtype=layout)
             labels[start : start + n] = chunk["label"]
             links[start : start + n] = chunk["links"]
             matrix[start : start + n] = chunk["vector"]

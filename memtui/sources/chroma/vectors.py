@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memtui.sources.base import SourceError
 from memtui.sources.chroma.hnsw import HEADER
 from memtui.sources.chroma.segment import SegmentRefused, read_segment
 
@@ -53,6 +54,16 @@ def seq_number(value: Any) -> int:
     if isinstance(value, bytes):
         return int.from_bytes(value, "big")
     return 0
+
+
+def persisted_seq_id(query: Query, segment: str) -> int:
+    """The last queue row the segment's files hold (``max_seq_id``); 0 when none is
+    recorded (the whole queue is then applied: applying a row twice changes nothing)."""
+    try:
+        rows = query("SELECT seq_id FROM max_seq_id WHERE segment_id = ?", (segment,))
+    except SourceError:  # an older Chroma without the table
+        return 0
+    return seq_number(rows[0][0]) if rows else 0
 
 
 def vector_segment(query: Query, collection_id: str) -> str | None:
@@ -93,8 +104,7 @@ def read_collection_vectors(
             width = dim * 4
             state = {eid: raw[n * width : (n + 1) * width] for n, eid in enumerate(read.ids)}
             out.details = {"hnsw_deleted": read.deleted, "hnsw_unmapped": read.unmapped}
-            rows = query("SELECT seq_id FROM max_seq_id WHERE segment_id = ?", (segment,))
-            after = seq_number(rows[0][0]) if rows else 0
+            after = persisted_seq_id(query, segment)
     out.from_segment = len(state)
     out.from_queue = _apply_queue(state, query(_QUEUE, (f"%/{collection_id}", after)), dim)
     vectors = {eid: vector for eid in live if (vector := state.get(eid)) is not None}
