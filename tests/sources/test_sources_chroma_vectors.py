@@ -354,3 +354,10 @@ def test_asking_whether_an_action_applies_reads_no_vector_file(lane, monkeypatch
         assert source.can("forget_scope") and not source.can("history")
         monkeypatch.undo()
         assert source.can("vectors") and "vectors" in source.capabilities
+
+
+def test_a_segment_without_its_header_says_so(lane):
+    (segment_of(lane) / "header.bin").unlink()
+    with open_source(lane) as source:
+        note = source.vector_note() or ""
+    assert "its HNSW segment persisted vectors, but its header.bin is missing" in note

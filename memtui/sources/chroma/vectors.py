@@ -99,12 +99,16 @@ def read_collection_vectors(
             read = read_segment(folder / segment, dim, space)
         except SegmentRefused as exc:
             refused = f"its HNSW segment was refused: {exc.reason}"
+        except OSError as exc:
+            refused = f"its HNSW segment's files cannot be read ({exc.strerror or exc})"
         else:
             raw = read.matrix.astype("<f4").tobytes()
             width = dim * 4
             state = {eid: raw[n * width : (n + 1) * width] for n, eid in enumerate(read.ids)}
             out.details = {"hnsw_deleted": read.deleted, "hnsw_unmapped": read.unmapped}
             after = persisted_seq_id(query, segment)
+    elif persisted_seq_id(query, segment):
+        refused = f"its HNSW segment persisted vectors, but its {HEADER} is missing"
     out.from_segment = len(state)
     out.from_queue = _apply_queue(state, query(_QUEUE, (f"%/{collection_id}", after)), dim)
     vectors = {eid: vector for eid in live if (vector := state.get(eid)) is not None}
