@@ -493,8 +493,9 @@ class ChromaReads(ForeignSqliteSource):
         return out
 
     def _vectors(self, *, with_vectors: bool = False) -> CollectionVectors:
-        """The collection's vectors as read for this state of the folder: read once, and
-        again when the vectors themselves are wanted after they were handed over."""
+        """What was read of the collection's vectors for this state of the folder. The
+        verdict (complete or why not) is kept; the vectors only until ``cache_vectors``
+        takes them, and only when read for it: asked for again, they are read again."""
         key = self.fingerprint()
         with self._vector_lock:
             cached = self._vector_read
@@ -513,6 +514,8 @@ class ChromaReads(ForeignSqliteSource):
                         dim=self.info.dim,
                         space=self.info.distance or "l2",
                     )
+                if not with_vectors:
+                    read.vectors = None  # the verdict is kept, not 100,000 vectors beside it
                 cached = (key, read)
                 self._vector_read = cached
             return cached[1]
