@@ -344,7 +344,7 @@ class MemorySource(ABC):
     # -- writing
 
     def _require_capability(self, capability: str, action: str) -> None:
-        if capability in self.capabilities:
+        if self.can(capability):
             return
         if self.read_only and capability in self.write_capabilities:
             raise SourceError(self.read_only_message())

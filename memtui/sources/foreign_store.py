@@ -124,16 +124,31 @@ class ForeignStore(MemorySource):
 
     @property
     def capabilities(self) -> frozenset[str]:
-        caps = {"search", "audit"}
+        caps = set(self._plain_capabilities())
         if self.has_vectors():
             caps.add("vectors")
         if self.has_history():
             caps.add("history")
+        return frozenset(caps)
+
+    def _plain_capabilities(self) -> set[str]:
+        """What the store can do whatever it holds (search, audit, forget when writable)."""
+        caps = {"search", "audit"}
         if not self.read_only:
             caps.add("forget")
             if "forget_scope" in self.write_capabilities:
                 caps.add("forget_scope")
-        return frozenset(caps)
+        return caps
+
+    def can(self, capability: str) -> bool:
+        """One capability, without working out the others: whether a store's vectors are
+        complete can take a read of its vector files (a Chroma segment's), which the app
+        asking whether a key applies must not wait for."""
+        if capability == "vectors":
+            return self.has_vectors()
+        if capability == "history":
+            return self.has_history()
+        return capability in self._plain_capabilities()
 
     def has_vectors(self) -> bool:
         return False

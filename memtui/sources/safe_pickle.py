@@ -46,6 +46,7 @@ from __future__ import annotations
 import io
 import pickle
 import pickletools
+import struct
 from array import array
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,21 @@ MAX_DEPTH = 100
 MAX_OBJECTS = 1_000_000
 MAX_VALUES = 1_000_000
 MAX_TEXT = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PickleLimits:
+    """The bounds ``check_opcodes`` and ``check_shape`` hold a pickle to: a point's by
+    default; a reader of a bigger plain pickle (a Chroma segment's id map, one entry per
+    element) passes bounds scaled to what it expects."""
+
+    objects: int = MAX_OBJECTS
+    values: int = MAX_VALUES
+    text: int = MAX_TEXT
+    depth: int = MAX_DEPTH
+
+
+POINT_LIMITS = PickleLimits()
 
 
 class PickleLimitError(pickle.UnpicklingError):
@@ -236,26 +252,57 @@ def _argument(data: bytes, pos: int, size: int) -> tuple[bytes, int]:
     return data[pos:end], end
 
 
-def _memo_slot(op: _Op, arg: bytes) -> int:
+def _memo_slot(op: _Op, arg: bytes, limit: int) -> int:
     slot = int(arg) if op.size == _LINE else int.from_bytes(arg, "little")
-    if slot >= MAX_OBJECTS:
-        raise PickleLimitError(f"uses memo slot {slot} (more than {MAX_OBJECTS:,})")
+    if slot >= limit:
+        raise PickleLimitError(f"uses memo slot {slot} (more than {limit:,})")
     return slot
 
 
 _SHORT_BINUNICODE, _MEMOIZE, _BINFLOAT, _MARK, _BINGET = 0x8C, 0x94, 0x47, 0x28, 0x68
+#: what a protocol-3 dict of strings and integers is full of: BININT, BININT1, BININT2
+#: by the size of their argument, and BINUNICODE (0: a 4-byte length, then the text)
+_SCALARS = {0x4A: 4, 0x4B: 1, 0x4D: 2, 0x58: 0}
 
 
-def _float_run(data: bytes, pos: int) -> int:
-    """How many BINFLOAT opcodes follow one another from ``pos`` (a vector, in C)."""
+def _scalar_run(data: bytes, pos: int) -> tuple[int, int]:
+    """Where a run of ``_SCALARS`` opcodes from ``pos`` ends, and how many it holds (a
+    dict's keys and values, in one call)."""
+    size = len(data)
+    count = 0
+    while pos < size:
+        code = data[pos]
+        if code == 0x58:
+            if pos + 5 > size:
+                raise ValueError(f"a string that does not fit at byte {pos}")
+            length = _INT4(data, pos + 1)[0]
+            if length < 0 or pos + 5 + length > size:
+                raise ValueError(f"a string that does not fit at byte {pos}")
+            pos += 5 + length
+        elif code in _SCALARS:
+            pos += 1 + _SCALARS[code]
+        else:
+            break
+        count += 1
+    return pos, count
+
+
+_INT4 = struct.Struct("<i").unpack_from
+
+
+def _float_run(data: bytes, pos: int) -> tuple[int, int]:
+    """Where a run of BINFLOAT opcodes from ``pos`` ends (a vector, found in C), and how
+    many it holds."""
     opcodes = data[pos::9]
     count = len(opcodes) - len(opcodes.lstrip(b"G"))
     while count and pos + 9 * count > len(data):
         count -= 1
-    return count
+    if not count:  # a float the pickle ends inside: stepping over none would loop forever
+        raise ValueError(f"the pickle ends inside a float at byte {pos}")
+    return pos + 9 * count, count
 
 
-def check_opcodes(data: bytes) -> bool:
+def check_opcodes(data: bytes, limits: PickleLimits = POINT_LIMITS) -> bool:
     """Refuse a pickle that builds too many objects or hashes anything but plain values;
     whether what it builds needs ``check_shape``.
 
@@ -263,9 +310,9 @@ def check_opcodes(data: bytes) -> bool:
     value), from ``pickletools``' description of each opcode. A pickle that never
     fetches a container from its memo (or duplicates one) builds a tree, each
     part once: no cycle, no part counted twice, and its depth is known here. Only
-    one that does, nests deeper than ``MAX_DEPTH`` or is bigger than ``MAX_TEXT``
-    needs the walk. The commonest opcodes of a point (a short string, its memo
-    entry, a run of floats) take a short path.
+    one that does, nests deeper than ``limits.depth`` or is bigger than ``limits.text``
+    needs the walk. A point's commonest opcodes (a short string, its memo entry, a
+    run of floats) and a protocol-3 dict's (strings, integers) take a short path.
     """
     stack: list[int] = []
     marks: list[int] = []
@@ -283,6 +330,13 @@ def check_opcodes(data: bytes) -> bool:
                     memo[len(memo)] = 0
                     pos += 1
                 continue
+            if code in _SCALARS or code == _BINFLOAT:  # a run of plain values
+                pos, count = (_float_run if code == _BINFLOAT else _scalar_run)(data, pos)
+                stack.extend([0] * count)
+                objects += count
+                if objects > limits.objects:
+                    raise PickleLimitError(f"builds more than {limits.objects:,} objects")
+                continue
             if code == _MEMOIZE:  # one more slot each time: no huge memo
                 memo[len(memo)] = stack[-1]
                 pos += 1
@@ -297,12 +351,6 @@ def check_opcodes(data: bytes) -> bool:
                 stack.append(value)
                 pos += 2
                 continue
-            if code == _BINFLOAT:
-                count = _float_run(data, pos)
-                pos += 9 * count
-                stack.extend([0] * count)
-                objects += count
-                continue
             op = _OPS.get(code)
             if op is None:
                 raise ValueError(f"unknown opcode {code:#04x} at byte {pos}")
@@ -312,19 +360,22 @@ def check_opcodes(data: bytes) -> bool:
                 arg, pos = _argument(data, pos + 1, op.size)
             name = op.name
             if name in _GETS or name == "DUP":
-                value = stack[-1] if name == "DUP" else memo.get(_memo_slot(op, arg), 1)
+                value = (
+                    stack[-1] if name == "DUP" else memo.get(_memo_slot(op, arg, limits.objects), 1)
+                )
                 shared = shared or value > 0
                 stack.append(value)
             elif name in _PUTS:
-                memo[len(memo) if name == "MEMOIZE" else _memo_slot(op, arg)] = stack[-1]
+                slot = len(memo) if name == "MEMOIZE" else _memo_slot(op, arg, limits.objects)
+                memo[slot] = stack[-1]
             elif name == "STOP":
-                return shared or deepest > MAX_DEPTH or len(data) > MAX_TEXT
+                return shared or deepest > limits.depth or len(data) > limits.text
             else:
                 depth = _step(op, stack, marks)
                 objects += len(op.pushes)
                 deepest = max(deepest, depth)
-            if objects > MAX_OBJECTS:
-                raise PickleLimitError(f"builds more than {MAX_OBJECTS:,} objects")
+            if objects > limits.objects:
+                raise PickleLimitError(f"builds more than {limits.objects:,} objects")
     except (IndexError, ValueError) as exc:  # a slot or mark it does not have, a bad argument
         raise pickle.UnpicklingError(f"not a well-formed pickle ({exc})") from None
 
@@ -384,7 +435,7 @@ def _is_vector(value: list[Any]) -> bool:
     return True
 
 
-def check_shape(root: Any) -> None:
+def check_shape(root: Any, limits: PickleLimits = POINT_LIMITS) -> None:
     """Refuse a loaded pickle inside itself, too deep, or too big once expanded.
 
     The walk keeps its own stack, so no depth makes it recurse; a part reached
@@ -402,9 +453,9 @@ def check_shape(root: Any) -> None:
             continue
         if isinstance(value, _LEAVES):
             text += len(value)
-            if text > MAX_TEXT:
+            if text > limits.text:
                 raise PickleLimitError(
-                    f"expands to more than {MAX_TEXT:,} characters of text "
+                    f"expands to more than {limits.text:,} characters of text "
                     "(a shared part counted each time)"
                 )
             continue
@@ -425,11 +476,11 @@ def check_shape(root: Any) -> None:
             continue
         if id(value) in on_path:
             raise PickleLimitError("holds a container inside itself")
-        if depth > MAX_DEPTH:
-            raise PickleLimitError(f"nests deeper than {MAX_DEPTH} levels")
-        if values > MAX_VALUES:
+        if depth > limits.depth:
+            raise PickleLimitError(f"nests deeper than {limits.depth} levels")
+        if values > limits.values:
             raise PickleLimitError(
-                f"expands to more than {MAX_VALUES:,} values (a shared part counted each time)"
+                f"expands to more than {limits.values:,} values (a shared part counted each time)"
             )
         on_path.add(id(value))
         pending.append((value, 0))

@@ -19,7 +19,7 @@ from memtui.tui.format import fit
 def offers(source: MemorySource, capability: str) -> bool:
     """Whether an action's key applies to ``source`` at all: it can do it, or could when
     opened writable (pressing the key then says why not)."""
-    return capability in source.capabilities or capability in source.write_capabilities
+    return source.can(capability) or capability in source.write_capabilities
 
 
 def fill_select(select: Select[str], values: list[str], value: str | None) -> None:

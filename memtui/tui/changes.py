@@ -68,7 +68,7 @@ class ChangeFlow(AppBase):
     def refuse_unless_able(self, kind: str) -> bool:
         """Refuse (with the reason) an action this source cannot do now; True if refused."""
         capability = CAPABILITY_OF[kind]
-        if capability in self.source.capabilities:
+        if self.source.can(capability):
             return self.refuse_if_saving()
         if self.read_only and capability in self.source.write_capabilities:
             message = READ_ONLY_REASON if self.native else self.source.read_only_message()

@@ -25,6 +25,11 @@ SHARED_ROWS = (
     "forget, verified",
 )
 LANCEDB_ROWS = ("get one row by id", "vector lane, top 100 by cosine")
+CHROMA_ROWS = (
+    "vectors read from the HNSW files",
+    "vector lane, top 100 by cosine, a text query",
+    "vector lane, top 100 by cosine, a random query",
+)
 
 
 def _bench(name: str, library: str) -> Any:
@@ -51,10 +56,10 @@ def test_the_chroma_benchmark_runs_at_a_tiny_size(tmp_path, capsys):
     args = _tiny("--documents", tmp_path)
     assert bench.main(args) == 0
     out = capsys.readouterr().out
-    assert "Chroma folder: 200 documents written by chromadb" in out
-    _assert_every_row(out, SHARED_ROWS)
+    assert "Chroma folder: 200 documents x 32 dims written by chromadb" in out
+    _assert_every_row(out, SHARED_ROWS + CHROMA_ROWS)
     assert bench.main(args) == 0
-    assert "Chroma folder: 200 documents reused" in capsys.readouterr().out
+    assert "Chroma folder: 200 documents x 32 dims reused" in capsys.readouterr().out
 
 
 def test_the_lancedb_benchmark_runs_at_a_tiny_size(tmp_path, capsys):

@@ -105,12 +105,45 @@ def test_the_tiers_are_counted_apart_from_their_scopes_and_agree_with_them(chrom
             assert source.tier_counts(include_hidden=hidden) == {f.tier: f.count for f in facets}
 
 
-def test_scope_counts_read_from_the_index_equal_those_of_a_folder_of_two_collections(tmp_path):
-    # one collection: counted from embedding_metadata alone; two: joined to the segment's rows
+def plain_scope_counts(source) -> list[tuple]:
+    """The counts by SQLite's own plan: the metadata joined to the collection's rows."""
+    return sorted(
+        source.query(
+            "SELECT m.key, m.string_value, count(*) FROM embeddings AS e "
+            "JOIN embedding_metadata AS m ON m.id = e.id WHERE e.segment_id = ? "
+            "AND m.key IN ('user_id', 'agent_id', 'run_id', 'session_id') "
+            "AND m.string_value IS NOT NULL GROUP BY m.key, m.string_value",
+            (source.segment_id,),
+        )
+    )
+
+
+def test_every_plan_of_the_scope_counts_gives_the_plain_joins_counts(tmp_path, monkeypatch):
+    # one collection: the metadata index alone; the bigger of two: the index minus the
+    # other's; the smaller of two: its own rows walked to their metadata
+    import memtui.sources.chroma.scope_counts as plans
+
     alone = make_chroma_folder(tmp_path / "one" / "chroma")
     shared = make_chroma_folder(tmp_path / "two" / "chroma", second=True)
-    with open_source(alone) as one, open_source(shared, options={"collection": COLLECTION}) as two:
-        assert one._segment_holds_all() and not two._segment_holds_all()
+    used: list[str] = []
+    for name in ("_EVERY", "_THEIRS", "_OURS"):
+        monkeypatch.setattr(plans, name, f"/* {name} */ " + getattr(plans, name))
+    with (
+        open_source(alone) as one,
+        open_source(shared, options={"collection": COLLECTION}) as two,
+        open_source(shared, options={"collection": "notes"}) as notes,
+    ):
+        for source in (one, two, notes):
+            query = source.query
+
+            def spying(sql, params=(), query=query):
+                used.extend(n for n in ("_EVERY", "_THEIRS", "_OURS") if f"/* {n} */" in sql)
+                return query(sql, params)
+
+            monkeypatch.setattr(source, "query", spying)
+            counted = sorted(source._scope_counts("", ()))
+            assert counted == plain_scope_counts(source)
+        assert used == ["_EVERY", "_EVERY", "_THEIRS", "_OURS"]
         for hidden in (False, True):
             assert one.facets(include_hidden=hidden) == two.facets(include_hidden=hidden)
         assert one.facets()[0].scopes == {
@@ -119,7 +152,6 @@ def test_scope_counts_read_from_the_index_equal_those_of_a_folder_of_two_collect
             "user_id": {"alice": 4, "bob": 3, "carol": 1},
         }
         assert one.facets({"user_id": "bob"})[0].scopes["agent_id"] == {"helper": 1}
-    with open_source(shared, options={"collection": "notes"}) as notes:
         assert notes.facets()[0].count == 1 and notes.facets()[0].scopes == {}
 
 
@@ -308,19 +340,20 @@ def test_cli_info_names_the_gap_and_a_forget_needs_allow_writes(chroma, monkeypa
     assert CANARY.encode() in every_file(chroma)
 
 
-def test_a_purged_queue_means_keyword_only_and_a_gap_a_vacuum_clears(tmp_path):
+def test_a_purged_queue_keeps_the_vector_lane_and_a_gap_a_vacuum_clears(tmp_path):
     folder = make_purged_folder(tmp_path / "purged" / "chroma")
     deleted_text = purged_text(5).encode()
     assert deleted_text in every_file(folder)  # in unused space: Chroma deletes without zeroing
     with open_source(folder, allow_writes=True) as source:
         assert source.record_count() == PURGED_COUNT - 1
-        assert "vectors" not in source.capabilities
+        assert "vectors" in source.capabilities  # from the HNSW segment's files
         summary = source.summary()
         assert summary.counts["deleted_rows_purged"] == 1
         assert summary.counts["stale_queue_fragments"] > 0
-        assert any("search is keyword-only" in n for n in summary.notes)
-        assert "no stored vectors" in (source.search("kwyjibo7q").trace.fallback or "")
-        assert source.search("kwyjibo7q").results[0].id == "chroma:p0007"
+        assert not any("search is keyword-only" in n for n in summary.notes)
+        found = source.search(purged_text(7), embedder=HashEmbedder(8))
+        assert found.trace.fallback is None
+        assert found.results[0].id == "chroma:p0007"
         done = source.forget_gaps(reason="vacuum", operator="ana")
         assert done.verified and done.record_ids == ()
         assert source.summary().counts["stale_queue_fragments"] == 0
@@ -334,7 +367,7 @@ def test_a_purged_queue_means_keyword_only_and_a_gap_a_vacuum_clears(tmp_path):
         client.close()
 
 
-def test_the_segment_pickle_is_never_loaded(tmp_path):
+def test_a_hostile_segment_pickle_is_never_unpickled(tmp_path):
     folder = make_purged_folder(tmp_path / "hostile" / "chroma")
     marker = tmp_path / "pwned"
     pickles = list(folder.rglob("index_metadata.pickle"))

@@ -274,6 +274,9 @@ def test_read_only_refuses_forget_and_changes_nothing(case, store_path):
     with opened(case, store_path, read_only=True) as source:
         assert source.read_only
         assert "forget" not in source.capabilities
+        every = {"search", "vectors", "history", "audit", "forget", "forget_scope", "lanes"}
+        for capability in every | set(source.capabilities):  # one asked alone, or all at once
+            assert source.can(capability) == (capability in source.capabilities), capability
         record = all_records(source, False)[0]
         source.search(case.query, embedder=case.embedder)
         with pytest.raises(SourceError, match="read-only"):

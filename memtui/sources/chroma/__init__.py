@@ -6,10 +6,12 @@ app offers a picker when there are several): its documents are the records,
 in the order Chroma added them; the collection is the tier; ``user_id``,
 ``agent_id``, ``run_id`` and ``session_id`` metadata are scope keys; the rest of
 the metadata is shown as is. Everything is read with SQL on the file opened
-read-only (``memtui.sources.chroma.read``): nothing is unpickled and chromadb is
-not imported to read. Vectors come from ``embeddings_queue`` (FLOAT32 blobs);
-when it holds none, search is keyword-only and says why. Forget and the
-erasure gap: ``memtui.sources.chroma.source``.
+read-only (``memtui.sources.chroma.read``) and the HNSW segment's files as bytes:
+nothing is unpickled and chromadb is not imported to read. Vectors come from the
+segment's files (``memtui.sources.chroma.segment``) overlaid by the newer
+``embeddings_queue`` rows (``memtui.sources.chroma.vectors``); when some live
+document has none, search is keyword-only and says why. Forget and the erasure
+gap: ``memtui.sources.chroma.source``.
 """
 
 from pathlib import Path

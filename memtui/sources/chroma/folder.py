@@ -1,8 +1,8 @@
 """Finding a Chroma folder and listing its collections, by SQL on ``chroma.sqlite3``.
 
 Read-only throughout: the file is opened ``mode=ro`` (no journal, no WAL made),
-so the folder stays byte-identical. Segment folders are never opened here (an
-older Chroma's ``index_metadata.pickle`` is never unpickled).
+so the folder stays byte-identical. Segment folders are not opened here (their
+vectors: ``memtui.sources.chroma.segment``).
 """
 
 from __future__ import annotations

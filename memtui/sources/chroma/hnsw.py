@@ -22,6 +22,7 @@ from pathlib import Path
 HEADER = "header.bin"
 DATA = "data_level0.bin"
 LENGTHS = "length.bin"
+HEADER_SIZE = 100
 
 
 @dataclass(frozen=True)
@@ -64,15 +65,21 @@ class Slack:
         return cleared
 
 
+def read_header(folder: Path) -> bytes:
+    """``header.bin``'s bytes, one more than a header holds at most (a file of any size
+    costs no more)."""
+    with (folder / HEADER).open("rb") as handle:
+        return handle.read(HEADER_SIZE + 1)
+
+
 def segment_slack(folder: Path) -> Slack | None:
     """The unused capacity of the segment in ``folder``; None when its header is not the
     layout described above (nothing is then touched)."""
-    header = folder / HEADER
     try:
-        raw = header.read_bytes()
+        raw = read_header(folder)
     except OSError:
         return None
-    if len(raw) != 100 or struct.unpack_from("<i", raw, 0)[0] != 1:
+    if len(raw) != HEADER_SIZE or struct.unpack_from("<i", raw, 0)[0] != 1:
         return None
     offset, max_elements, count, per_element = struct.unpack_from("<4Q", raw, 4)
     data = folder / DATA

@@ -30,6 +30,14 @@ from memtui.sources.base import (
     encode_id,
 )
 from memtui.sources.chroma.folder import SQLITE_NAME
+from memtui.sources.chroma.hnsw import DATA, HEADER, LENGTHS
+from memtui.sources.chroma.scope_counts import scope_counts
+from memtui.sources.chroma.segment import ID_MAP
+from memtui.sources.chroma.vectors import (
+    CollectionVectors,
+    read_collection_vectors,
+    vector_segment,
+)
 from memtui.sources.foreign import ForeignSqliteSource
 from memtui.sources.qdrant.collections import CollectionInfo
 
@@ -39,6 +47,8 @@ SCOPE_KEYS = ("user_id", "agent_id", "run_id", "session_id")
 #: queue operations (chromadb's ``Operation``): ADD, UPDATE, UPSERT, DELETE
 WRITES = (0, 1, 2)
 DELETE = 3
+#: the vector segment's files whose change is a change of the collection's vectors
+SEGMENT_FILES = (HEADER, DATA, LENGTHS, ID_MAP)
 
 
 _SQLITE_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}")
@@ -77,7 +87,6 @@ class Snapshot:
     #: ids whose DELETE row is in the queue and that the collection no longer holds
     deletes: set[str] = field(default_factory=set)
     live_count: int = 0
-    vectors_complete: bool = False
 
 
 class ChromaReads(ForeignSqliteSource):
@@ -93,6 +102,9 @@ class ChromaReads(ForeignSqliteSource):
         self.info = info
         self._snap = Snapshot()
         self._snap_lock = threading.RLock()
+        self._vector_read: tuple[Any, CollectionVectors] | None = None
+        self._vector_lock = threading.RLock()  # not the snapshot's: reads need not wait
+        self.vector_segment_id: str | None = None
         if kwargs.get("audit_db") is None:
             kwargs["audit_db"] = Path(str(folder) + ".memtui-audit.db")
         super().__init__(folder / SQLITE_NAME, **kwargs)
@@ -109,6 +121,7 @@ class ChromaReads(ForeignSqliteSource):
             raise SourceError(f"{folder}: collection {info.name!r} has no metadata segment")
         self.collection_id = str(ids[0][0])
         self.segment_id = str(ids[0][1])
+        self.vector_segment_id = vector_segment(self.query, self.collection_id)
         self.tiers = (info.name,)
 
     @property
@@ -176,16 +189,6 @@ class ChromaReads(ForeignSqliteSource):
             )
             snap.deleted.append(record)
         snap.deleted_by_id = {r.id: n for n, r in enumerate(snap.deleted)}
-        dim = self.info.dim or 0
-        if dim and snap.live_count:
-            with_vector = self.query(
-                "SELECT count(DISTINCT q.id) FROM embeddings_queue AS q "
-                "JOIN embeddings AS e ON e.segment_id = ? AND e.embedding_id = q.id "
-                "WHERE q.topic LIKE ? AND q.operation IN (0, 1, 2) AND length(q.vector) = ? "
-                "AND coalesce(upper(q.encoding), 'FLOAT32') = 'FLOAT32'",
-                (self.segment_id, self._topic(), dim * 4),
-            )[0][0]
-            snap.vectors_complete = int(with_vector) == snap.live_count
         return snap
 
     def queue_texts(self, eids: Sequence[str]) -> dict[str, list[str]]:
@@ -365,34 +368,16 @@ class ChromaReads(ForeignSqliteSource):
         ]
 
     def _scope_counts(self, where: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """(key, value, live documents) of the scope keys under the ``_scope_sql`` filter.
-
-        Unfiltered, when this collection's segment holds every document of the folder (a
-        folder of one collection), the counts are read from Chroma's own index on
-        ``embedding_metadata (key, string_value)`` alone: at 100,000 documents 10 ms,
-        where the join to ``embeddings`` that picks the segment's rows takes 0.5 s.
-        """
-        marks = ",".join("?" * len(SCOPE_KEYS))
-        if not where and self._segment_holds_all():
-            return self.query(
-                "SELECT m.key, m.string_value, count(*) FROM embedding_metadata AS m "
-                f"WHERE m.key IN ({marks}) AND m.string_value IS NOT NULL "
-                "GROUP BY m.key, m.string_value",
-                SCOPE_KEYS,
-            )
-        return self.query(
-            "SELECT m.key, m.string_value, count(*) FROM embeddings AS e "
-            "JOIN embedding_metadata AS m ON m.id = e.id "
-            f"WHERE e.segment_id = ?{where} AND m.key IN ({marks}) "
-            "AND m.string_value IS NOT NULL GROUP BY m.key, m.string_value",
-            (self.segment_id, *params, *SCOPE_KEYS),
+        """(key, value, live documents) of the scope keys under the ``_scope_sql`` filter,
+        by the cheapest exact plan (``memtui.sources.chroma.scope_counts``)."""
+        return scope_counts(
+            self.query,
+            segment_id=self.segment_id,
+            keys=SCOPE_KEYS,
+            live_count=self._current().live_count,
+            where=where,
+            params=params,
         )
-
-    def _segment_holds_all(self) -> bool:
-        """Whether every row of ``embeddings`` is this collection's (its metadata rows then
-        are every metadata row: Chroma deletes them with their document)."""
-        every = int(self.query("SELECT count(*) FROM embeddings")[0][0])
-        return every == self._current().live_count
 
     def _live_key(self, eid: str) -> int | None:
         rows = self.query(
@@ -492,33 +477,76 @@ class ChromaReads(ForeignSqliteSource):
     def vector_dim(self) -> int | None:
         return self.info.dim
 
+    def _data_fingerprint(self) -> Any:
+        """The vector segment's files' sizes and times (chromadb persists them apart)."""
+        if self.vector_segment_id is None:
+            return None
+        folder = self.folder / self.vector_segment_id
+        out: list[list[int] | None] = []
+        for name in SEGMENT_FILES:
+            try:
+                stat = (folder / name).stat()
+            except OSError:
+                out.append(None)
+                continue
+            out.append([stat.st_size, stat.st_mtime_ns])
+        return out
+
+    def _vectors(self, *, with_vectors: bool = False) -> CollectionVectors:
+        """What was read of the collection's vectors for this state of the folder. The
+        verdict (complete or why not) is kept; the vectors only until ``cache_vectors``
+        takes them, and only when read for it: asked for again, they are read again."""
+        key = self.fingerprint()
+        with self._vector_lock:
+            cached = self._vector_read
+            if (
+                cached is None
+                or cached[0] != key
+                or (with_vectors and cached[1].complete and cached[1].vectors is None)
+            ):
+                read = CollectionVectors(why="the collection has no dimension (no vectors)")
+                if self.info.dim:
+                    read = read_collection_vectors(
+                        self.folder,
+                        self.query,
+                        collection_id=self.collection_id,
+                        metadata_segment=self.segment_id,
+                        dim=self.info.dim,
+                        space=self.info.distance or "l2",
+                    )
+                if not with_vectors:
+                    read.vectors = None  # the verdict is kept, not 100,000 vectors beside it
+                cached = (key, read)
+                self._vector_read = cached
+            return cached[1]
+
     def has_vectors(self) -> bool:
-        return self._current().vectors_complete
+        read = self._vectors()
+        return read.complete and read.live > 0
 
     def cache_vectors(self) -> dict[str, bytes]:
-        """The newest FLOAT32 vector of each live document, from ``embeddings_queue``
-        (chromadb packs it as little-endian float32, ``dim * 4`` bytes); none unless every
-        live document has one (a lane that ranks only some documents would mislead)."""
-        if not self.has_vectors():
+        """Each live document's vector, little-endian float32 (``chroma.vectors``: the HNSW
+        segment's files overlaid by the newer queue rows); none unless every live document
+        has one (a lane that ranks only some documents would mislead). The vectors are
+        handed over and not kept: the next call reads them again."""
+        with self._vector_lock:
+            read = self._vectors(with_vectors=True)
+            vectors, read.vectors = read.vectors, None
+        if not vectors or not read.live:
             return {}
-        out: dict[str, bytes] = {}
-        for eid, vector in self.query(
-            "SELECT q.id, q.vector FROM embeddings_queue AS q "
-            "JOIN embeddings AS e ON e.segment_id = ? AND e.embedding_id = q.id "
-            "WHERE q.topic LIKE ? AND q.operation IN (0, 1, 2) AND length(q.vector) = ? "
-            "AND coalesce(upper(q.encoding), 'FLOAT32') = 'FLOAT32' ORDER BY q.seq_id",
-            (self.segment_id, self._topic(), (self.info.dim or 0) * 4),
-        ):
-            out[encode_id(ID_PREFIX, str(eid))] = bytes(vector)
-        return out
+        return {encode_id(ID_PREFIX, eid): blob for eid, blob in vectors.items()}
 
     def vector_note(self) -> str | None:
         """Why search is keyword-only, when the vectors cannot be read; None when they can."""
-        snap = self._current()
-        if snap.vectors_complete or not snap.live_count or not self.info.dim:
+        read = self._vectors()
+        if read.complete or not read.live or not self.info.dim:
             return None
-        return (
-            "the vectors of live documents are not all in embeddings_queue (Chroma purges it "
-            "once the HNSW segment has them; that segment's id map is a pickle, never "
-            "loaded): search is keyword-only"
-        )
+        return f"{read.why}: search is keyword-only"
+
+    def _vector_lane_off(self, request: Any, recorded: dict[str, Any] | None) -> str | None:
+        reason = super()._vector_lane_off(request, recorded)
+        if recorded is None and not request.keyword_only:
+            why = self._vectors().why
+            if why and self.info.dim:
+                return f"this {self.kind_label} has no stored vectors memtui can read: {why}"
+        return reason
