@@ -51,6 +51,7 @@ from memtui.sources.postgres.erasure import UNREACHABLE, PgErasure
 from memtui.sources.postgres.gaps import SCAN_LIMIT, OutsideGap, PgGaps
 from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, SyncedIndex
 from memtui.sources.postgres.page_purge import PagePurge
+from memtui.sources.postgres.prefetch import prefetched
 from memtui.sources.postgres.url import PgTarget, quote_identifier
 
 T = TypeVar("T")
@@ -194,7 +195,8 @@ class PostgresSource(ForeignSource):
 
     def stream(self, statement: Statement, convert: Callable[[Sequence[Any]], T]) -> list[T]:
         """Every row of one read, through a server-side cursor in batches of
-        ``STREAM_BATCH``, each turned by ``convert`` as it comes. The read runs in one
+        ``STREAM_BATCH``, each turned by ``convert`` while the next is fetched
+        (``prefetched``). The read runs in one
         ``REPEATABLE READ`` transaction with ``statement(query)``, which makes the SQL
         and its parameters from what ``query`` reads first: both see one snapshot."""
 
@@ -208,7 +210,7 @@ class PostgresSource(ForeignSource):
                 with conn.cursor(name="memtui_stream") as cursor:
                     cursor.itersize = STREAM_BATCH
                     cursor.execute(sql, params)
-                    while rows := cursor.fetchmany(STREAM_BATCH):
+                    for rows in prefetched(cursor, STREAM_BATCH):
                         out.extend(map(convert, rows))
             finally:
                 if collecting:
