@@ -41,6 +41,7 @@ from memtui.sources.letta_records import (
     embedding_dim,
     passage_record,
     record_notes,
+    record_sections,
     tag_cache_filter,
     view_key,
 )
@@ -215,30 +216,14 @@ class LettaSource(UnionViewSource, GapClearable):
         record = self.get(record_id)
         if record is None:
             raise SourceError(f"no record with id {record_id}")
-        sections = []
-        if record.tier == "archival":
-            meta = record.metadata
-            sections.append(
-                DetailSection(
-                    title="embedding",
-                    columns=("model", "real dims", "stored dims (padded)"),
-                    rows=[(meta["embedding_model"], meta["embedding_dim"], meta["stored_dims"])],
-                )
-            )
-        elif self.has_history():
-            rows = self.query(
+        history = None
+        if record.tier != "archival" and self.has_history():
+            history = self.query(
                 "SELECT sequence_number, value, actor_type, actor_id, created_at "
                 "FROM block_history WHERE block_id = ? ORDER BY sequence_number",
                 (record.metadata["block_id"],),
             )
-            sections.append(
-                DetailSection(
-                    title="block history (earlier values stay on file)",
-                    columns=("#", "value", "actor", "actor id", "at"),
-                    rows=[tuple(r) for r in rows],
-                    note=None if rows else "no history",
-                )
-            )
+        sections = record_sections(record, history)
         sections.append(self.history_section(record.id))
         return sections
 

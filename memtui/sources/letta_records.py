@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from memtui.sources.base import SourceRecord, decode_id, encode_id
+from memtui.sources.base import DetailSection, SourceRecord, decode_id, encode_id
 
 TIERS = ("archival", "core")
 PART = {"archival": 0, "core": 1}
@@ -152,3 +152,30 @@ EXPIRY_RULE = (
     "no expiry: a passage or block is live until deleted; soft-deleted ones "
     "(is_deleted) are shown as deleted and left out by default"
 )
+
+
+def record_sections(
+    record: SourceRecord, block_history: Sequence[Sequence[Any]] | None
+) -> list[DetailSection]:
+    """The detail of a passage (its embedding's real and stored dimensions) or of a core
+    block (``block_history``: its earlier values, ``(sequence_number, value, actor_type,
+    actor_id, created_at)`` rows; None when the store has no history table)."""
+    meta = record.metadata
+    if record.tier == "archival":
+        return [
+            DetailSection(
+                title="embedding",
+                columns=("model", "real dims", "stored dims (padded)"),
+                rows=[(meta["embedding_model"], meta["embedding_dim"], meta["stored_dims"])],
+            )
+        ]
+    if block_history is None:
+        return []
+    return [
+        DetailSection(
+            title="block history (earlier values stay on file)",
+            columns=("#", "value", "actor", "actor id", "at"),
+            rows=[tuple(r) for r in block_history],
+            note=None if block_history else "no history",
+        )
+    ]

@@ -50,6 +50,7 @@ from memtui.sources.letta_records import (
     block_record,
     passage_record,
     record_notes,
+    record_sections,
     tag_cache_filter,
     view_key,
 )
@@ -362,31 +363,15 @@ class LettaPostgresSource(LettaPostgresForget, PostgresSource):
         record = self.get(record_id)
         if record is None:
             raise SourceError(f"no record with id {record_id}")
-        sections = []
-        meta = record.metadata
-        if record.tier == "archival":
-            sections.append(
-                DetailSection(
-                    title="embedding",
-                    columns=("model", "real dims", "stored dims (padded)"),
-                    rows=[(meta["embedding_model"], meta["embedding_dim"], meta["stored_dims"])],
-                )
-            )
-        elif self.has_history():
-            rows = self.query(
+        history = None
+        if record.tier != "archival" and self.has_history():
+            history = self.query(
                 "SELECT sequence_number, value, actor_type, actor_id, created_at "
                 f"FROM {self.table('block_history')} WHERE block_id = %s "
                 "ORDER BY sequence_number",
-                [meta["block_id"]],
+                [record.metadata["block_id"]],
             )
-            sections.append(
-                DetailSection(
-                    title="block history (earlier values stay on file)",
-                    columns=("#", "value", "actor", "actor id", "at"),
-                    rows=[tuple(r) for r in rows],
-                    note=None if rows else "no history",
-                )
-            )
+        sections = record_sections(record, history)
         sections.append(self.history_section(record.id))
         return sections
 
