@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -464,8 +465,12 @@ class SyncedIndex(SourceIndex):
         found there (a row the refresh's window missed) has its ids read by a scan."""
         feed = self.feed
         buckets = bucket_count(index.record_count())
-        remote = feed.buckets.counts(buckets)
-        local = index.bucket_counts(buckets)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memtui-pg-buckets") as pool:
+            # the server counts its rows while the index counts its own: two scans of the
+            # whole store, one on each side, at once rather than one after the other
+            counting = pool.submit(feed.buckets.counts, buckets)
+            local = index.bucket_counts(buckets)
+            remote = counting.result()
         report.buckets_compared = buckets
         differ = sorted(b for b in set(remote) | set(local) if remote.get(b, 0) != local.get(b, 0))
         if not differ:
