@@ -462,7 +462,9 @@ class SyncedIndex(SourceIndex):
         """Compare rows per key-hash bucket. The index's ids in the buckets that differ are
         looked up in the store by key (its primary key: no scan); those it lacks are
         removed. Only a bucket where the store still holds more rows than the index
-        found there (a row the refresh's window missed) has its ids read by a scan."""
+        found there (a row the refresh's window missed) has its ids read by a scan.
+        The store's count runs in a thread: no caller holds the source's connection lock
+        across a refresh (it is taken per query), or that thread would wait on it."""
         feed = self.feed
         buckets = bucket_count(index.record_count())
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memtui-pg-buckets") as pool:
