@@ -11,21 +11,26 @@ reads those rows, not the store:
   recorded. It reads the rows with ``updated_at`` after the mark less
   ``LAG_SECONDS`` (a transaction that began before the mark and committed after it
   is still read), writes those that differ, then the new mark;
-- deletions (the agent's own, its TTL sweeper's): when the index holds more rows
-  than the store, the rows per key-hash bucket are counted on both sides and only
-  the index's ids in the buckets whose counts differ are looked up in the store
+- deletions (the agent's own, its TTL sweeper's): when the rows the index will
+  hold are not the store's count, the store's key hashes are compared with the
+  index's, per fine bucket and then per full hash where a bucket differs, and only
+  the index's ids of a hash the store holds fewer of are looked up in the store
   (``memtui.sources.postgres.key_buckets``);
 - expiries that moved without ``updated_at`` (LangGraph's ``refresh_ttl``): when the
   store's expiry digest differs from the index's own (``expiry_digest``, the same
-  count and sum computed on memtui's copy), the feed reads the rows whose TTL was
-  refreshed since the mark (``refreshed_expiries``); only if the digests still
-  differ (or the feed cannot say) is every expiry read.
+  count and sum of memtui's copy, kept as it is written), the feed reads the rows
+  whose TTL was refreshed since the mark (``refreshed_expiries``); only if the
+  digests still differ (or the feed cannot say) is every expiry read.
+
+The index keeps, as it is written (by triggers, so that every path that writes
+it keeps them), the rows per fine bucket of its key hashes and the count and sums
+of its expiries: a refresh reads neither from every row.
 
 What a refresh costs on the server is one scan of the table for the changed rows
 (LangGraph has no index on ``updated_at``) and, after deletions, one scan that
-hashes the keys and a lookup by primary key of the index's ids in the buckets that
-differ; what it transfers is the changed rows, the bucket counts and those ids.
-``last_sync`` says what the last one read.
+hashes the keys (in parallel workers) and a lookup by primary key of the index's
+ids of the hashes that differ; what it transfers is the changed rows, 4 bytes per
+row of the store and those ids. ``last_sync`` says what the last one read.
 
 The index holds content only (the keyword lane): vectors stay in the database and
 ``PostgresIndex.database_vector_lane`` asks the store for the vector lane.
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,15 +48,58 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from memtui.core.index import FTS_TABLE
 from memtui.core.search.scores import Lane
 from memtui.sources.cache import SourceIndex, fingerprint_text
 from memtui.sources.foreign_index import CacheRow, ForeignIndex, StaleIndex, scope_column
-from memtui.sources.postgres.key_buckets import MOSTLY_DIFFERENT, StoreBuckets, bucket_count
+from memtui.sources.postgres.key_buckets import (
+    FINE_BUCKETS,
+    FINE_MASK,
+    MOSTLY_DIFFERENT,
+    StoreBuckets,
+    fine_counts,
+)
 from memtui.sources.shapes import Progress
 
-KEY_HASHES = "2"
-"""The format of the index's ``key_hashes`` table (an index without it is rebuilt)."""
+KEY_HASHES = "3"
+"""The format of the index's ``key_hashes`` and ``hash_buckets`` tables (an index of
+another format is rebuilt)."""
+_COUNTING_TRIGGERS = (
+    "CREATE TRIGGER hash_buckets_ai AFTER INSERT ON key_hashes BEGIN "
+    f"INSERT INTO hash_buckets (bucket, rows) VALUES (new.hash & {FINE_MASK}, 1) "
+    "ON CONFLICT (bucket) DO UPDATE SET rows = rows + 1; END",
+    "CREATE TRIGGER hash_buckets_ad AFTER DELETE ON key_hashes BEGIN "
+    f"UPDATE hash_buckets SET rows = rows - 1 WHERE bucket = old.hash & {FINE_MASK}; END",
+    "CREATE TRIGGER hash_buckets_au AFTER UPDATE OF hash ON key_hashes BEGIN "
+    f"UPDATE hash_buckets SET rows = rows - 1 WHERE bucket = old.hash & {FINE_MASK}; "
+    f"INSERT INTO hash_buckets (bucket, rows) VALUES (new.hash & {FINE_MASK}, 1) "
+    "ON CONFLICT (bucket) DO UPDATE SET rows = rows + 1; END",
+)
+"""``hash_buckets`` kept by every later write of ``key_hashes`` (a load counts its rows
+in one pass, then adds these)."""
+_SECONDS = "CAST(strftime('%s', substr({0}.expires_at, 1, 19)) AS INTEGER)"
+_MICROS = "CAST(substr({0}.expires_at, 21, 6) AS INTEGER)"
+_ADD_EXPIRY = (
+    "UPDATE expiry_sums SET held = held + 1, "
+    f"seconds = seconds + {_SECONDS.format('new')}, micros = micros + {_MICROS.format('new')}"
+)
+_TAKE_EXPIRY = (
+    "UPDATE expiry_sums SET held = held - 1, "
+    f"seconds = seconds - {_SECONDS.format('old')}, micros = micros - {_MICROS.format('old')}"
+)
+_EXPIRY_TRIGGERS = (
+    "CREATE TRIGGER expiry_sums_ai AFTER INSERT ON records "
+    f"WHEN new.expires_at IS NOT NULL BEGIN {_ADD_EXPIRY}; END",
+    "CREATE TRIGGER expiry_sums_ad AFTER DELETE ON records "
+    f"WHEN old.expires_at IS NOT NULL BEGIN {_TAKE_EXPIRY}; END",
+    "CREATE TRIGGER expiry_sums_au AFTER UPDATE OF expires_at ON records BEGIN "
+    f"{_TAKE_EXPIRY} WHERE old.expires_at IS NOT NULL; "
+    f"{_ADD_EXPIRY} WHERE new.expires_at IS NOT NULL; END",
+)
+"""``expiry_sums`` (the count and sums of ``expiry_digest``) kept by every later write
+of ``records``' expiries (a load sums them in one pass, then adds these)."""
 MERGE_PAGES = 64
 """The full-text index's incremental merge after a refresh's deletions (pages, about)."""
 LAG_SECONDS = 2.0
@@ -169,7 +218,9 @@ class PostgresIndex(ForeignIndex):
         assert self.vector_search is not None
         return self.vector_search(query_vector, filters, pool_size, cancelled)
 
-    # -- the key hashes (``key_buckets``): one row per record, gone with it
+    # -- the key hashes (``key_buckets``): one row per record, gone with it, and the rows
+    # per fine bucket (``hash_buckets``), kept as they are written: a refresh compares
+    # counts without reading every hash
 
     def __init__(self, path: Path, *, create: bool = False, **kwargs: Any) -> None:
         super().__init__(path, create=create, **kwargs)
@@ -179,10 +230,16 @@ class PostgresIndex(ForeignIndex):
                     "CREATE TABLE key_hashes (record_id INTEGER PRIMARY KEY, hash INTEGER NOT NULL)"
                 )
                 conn.execute(
+                    "CREATE TABLE hash_buckets (bucket INTEGER PRIMARY KEY, rows INTEGER NOT NULL)"
+                )
+                conn.execute(
+                    "CREATE TABLE expiry_sums (id INTEGER PRIMARY KEY CHECK (id = 0), "
+                    "held INTEGER NOT NULL, seconds INTEGER NOT NULL, micros INTEGER NOT NULL)"
+                )
+                conn.execute(
                     "CREATE TRIGGER key_hashes_ad AFTER DELETE ON records BEGIN "
                     "DELETE FROM key_hashes WHERE record_id = old.id; END"
                 )
-                self._set_meta(conn, {"key_hashes": KEY_HASHES})
 
     def _check_format(self) -> None:
         super()._check_format()
@@ -191,43 +248,71 @@ class PostgresIndex(ForeignIndex):
 
     def load(self, rows: Sequence[CacheRow], progress: Progress | None = None) -> None:
         super().load(rows, progress)
+        hashed = [
+            (n, row.key_hash) for n, row in enumerate(rows, start=1) if row.key_hash is not None
+        ]
         with self.write() as conn:
+            conn.executemany("INSERT INTO key_hashes (record_id, hash) VALUES (?, ?)", hashed)
+            conn.execute(f"CREATE INDEX key_hashes_bucket ON key_hashes(hash & {FINE_MASK})")
             conn.executemany(
-                "INSERT INTO key_hashes (record_id, hash) VALUES (?, ?)",
-                [
-                    (n, row.key_hash)
-                    for n, row in enumerate(rows, start=1)
-                    if row.key_hash is not None
-                ],
+                "INSERT INTO hash_buckets (bucket, rows) VALUES (?, ?)",
+                sorted(Counter(h & FINE_MASK for _, h in hashed).items()),
             )
+            conn.execute(
+                "INSERT INTO expiry_sums (id, held, seconds, micros) "
+                f"SELECT 0, count(*), coalesce(sum({_SECONDS.format('r')}), 0), "
+                f"coalesce(sum({_MICROS.format('r')}), 0) FROM records AS r "
+                "WHERE r.expires_at IS NOT NULL"
+            )
+            for trigger in _COUNTING_TRIGGERS + _EXPIRY_TRIGGERS:
+                conn.execute(trigger)
+            self._set_meta(conn, {"key_hashes": KEY_HASHES})
 
     def _write_hashes(self, conn: Any, rows: Sequence[CacheRow]) -> None:
+        """A new record's hash (a record keeps its key, so a held hash stays)."""
         conn.executemany(
-            "INSERT OR REPLACE INTO key_hashes (record_id, hash) "
+            "INSERT OR IGNORE INTO key_hashes (record_id, hash) "
             "SELECT id, ? FROM records WHERE source_id = ?",
             [(row.key_hash, row.source_id) for row in rows if row.key_hash is not None],
         )
 
-    def bucket_counts(self, buckets: int) -> dict[int, int]:
-        """Rows per key-hash bucket (a row without a hash is in none: its bucket then
-        differs, and the refresh reads it again)."""
-        rows = self.query("SELECT hash & ?, count(*) FROM key_hashes GROUP BY 1", (buckets - 1,))
-        return {int(b): int(n) for b, n in rows}
+    def hashed_count(self) -> int:
+        """The rows that have a key hash (all of a Postgres store's), from the counts."""
+        return int(self.query("SELECT coalesce(sum(rows), 0) FROM hash_buckets")[0][0])
 
-    def ids_in_buckets(self, buckets: int, chosen: Sequence[int]) -> dict[int, set[str]]:
-        """The source ids in these buckets, by bucket."""
-        out: dict[int, set[str]] = {}
-        if not chosen:
-            return out
-        rows = self.query(
-            "SELECT k.hash & ?, r.source_id FROM key_hashes AS k "
-            "JOIN records AS r ON r.id = k.record_id "
-            "WHERE (k.hash & ?) IN (SELECT value FROM json_each(?))",
-            (buckets - 1, buckets - 1, json.dumps(list(chosen))),
+    def held(self, source_ids: Iterable[str]) -> int:
+        """How many of these source ids the index holds."""
+        ids = list(source_ids)
+        sql = "SELECT count(*) FROM records WHERE source_id IN (SELECT value FROM json_each(?))"
+        return sum(
+            int(self.query(sql, (json.dumps(ids[start : start + 500]),))[0][0])
+            for start in range(0, len(ids), 500)
         )
-        for bucket, source_id in rows:
-            out.setdefault(int(bucket), set()).add(str(source_id))
-        return out
+
+    def bucket_counts(self) -> Any:
+        """Rows per fine bucket (an int64 array of ``FINE_BUCKETS``; a row without a
+        hash is in none: its bucket then differs, and the refresh reads it again)."""
+        counts = np.zeros(FINE_BUCKETS, dtype=np.int64)
+        (packed,) = self.query_tuples(  # one text, not 65,536 rows made into tuples
+            "SELECT group_concat(bucket || ' ' || rows, ' ') FROM hash_buckets WHERE rows != 0"
+        )[0]
+        if packed:
+            pairs = np.fromstring(packed, dtype=np.int64, sep=" ").reshape(-1, 2)
+            counts[pairs[:, 0]] = pairs[:, 1]
+        return counts
+
+    def hashes_in_buckets(self, chosen: Any) -> list[tuple[str, int]]:
+        """The source ids and key hashes of the rows in these fine buckets (through the
+        index of the buckets: no scan)."""
+        if not len(chosen):
+            return []
+        rows = self.query(
+            "SELECT r.source_id, k.hash FROM key_hashes AS k "
+            "JOIN records AS r ON r.id = k.record_id "
+            f"WHERE (k.hash & {FINE_MASK}) IN (SELECT value FROM json_each(?))",
+            (json.dumps([int(b) for b in chosen]),),
+        )
+        return [(str(source_id), int(key_hash)) for source_id, key_hash in rows]
 
     # -- keeping it in line with the store
 
@@ -297,14 +382,14 @@ class PostgresIndex(ForeignIndex):
 
     def expiry_digest(self) -> list[Any]:
         """``[count, sum]`` of the expiries held, the sum in microseconds since the epoch,
-        as text (None when there is none): a LangGraph store's probe computes the same."""
-        count, seconds, micros = self.query(  # summed apart: their product overflows int64
-            "SELECT count(*), sum(CAST(strftime('%s', substr(expires_at, 1, 19)) AS INTEGER)), "
-            "sum(CAST(substr(expires_at, 21, 6) AS INTEGER)) FROM records "
-            "WHERE expires_at IS NOT NULL"
+        as text (None when there is none): a LangGraph store's probe computes the same.
+        Kept as the rows are written (``expiry_sums``): seconds and microseconds summed
+        apart, as their product would overflow SQLite's int64."""
+        held, seconds, micros = self.query_tuples(
+            "SELECT held, seconds, micros FROM expiry_sums WHERE id = 0"
         )[0]
-        total = None if seconds is None else int(seconds) * 1_000_000 + int(micros)
-        return [int(count), None if total is None else str(total)]
+        total = int(seconds) * 1_000_000 + int(micros) if held else None
+        return [int(held), None if total is None else str(total)]
 
     def update_expiries(self, expiries: Mapping[str, str | None]) -> int:
         """Set these rows' expiries (the others are left alone); returns how many moved."""
@@ -432,16 +517,27 @@ class SyncedIndex(SourceIndex):
         self, index: PostgresIndex, meta: Mapping[str, str], probe: StoreProbe, fingerprint: str
     ) -> bool:
         """Bring the index up to date by what changed; False when it had better be built
-        again (most of its key-hash buckets differ from the store's)."""
+        again (most of its rows are in key-hash buckets that differ from the store's).
+
+        When the rows the index will hold after writing the changed ones are not the
+        store's count, rows were deleted (or the window missed some): the store then
+        sends its key hashes from a thread while the changed rows are written here, the
+        server's scan and the index's writes at once. No caller holds the source's
+        connection lock across a refresh (it is taken per query), or that thread would
+        wait on it."""
         started = time.perf_counter()
         feed = self.feed
         at = feed.database_now()
         mark = self._next_mark(at)
         changed = list(feed.changed_rows(_minus_lag(meta["sync_mark"])))
         report = SyncReport(action="refreshed", at=at, rows_read=len(changed))
-        report.written = index.upsert(changed)
-        if index.record_count() != probe.rows:  # deleted rows (or rows the window missed)
-            if not self._find_deletions(index, report):
+        after = index.hashed_count() + len(changed) - index.held(r.source_id for r in changed)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memtui-pg-hashes") as pool:
+            hashing = pool.submit(feed.buckets.hashes) if after != probe.rows else None
+            report.written = index.upsert(changed)
+            if hashing is None and index.hashed_count() != probe.rows:
+                hashing = pool.submit(feed.buckets.hashes)
+            if hashing is not None and not self._find_deletions(index, report, hashing.result()):
                 return False
         if json.dumps(probe.expiries) != meta.get("sync_expiries"):
             self._sync_expiries(index, probe, meta["sync_mark"], report)
@@ -458,39 +554,41 @@ class SyncedIndex(SourceIndex):
         self.last_sync = report
         return True
 
-    def _find_deletions(self, index: PostgresIndex, report: SyncReport) -> bool:
-        """Compare rows per key-hash bucket. The index's ids in the buckets that differ are
-        looked up in the store by key (its primary key: no scan); those it lacks are
-        removed. Only a bucket where the store still holds more rows than the index
-        found there (a row the refresh's window missed) has its ids read by a scan.
-        The store's count runs in a thread: no caller holds the source's connection lock
-        across a refresh (it is taken per query), or that thread would wait on it."""
+    def _find_deletions(self, index: PostgresIndex, report: SyncReport, store_hashes: Any) -> bool:
+        """Compare the store's key hashes (``store_hashes``) with the index's: first the
+        rows per fine bucket, then, in the buckets that differ, the rows per full hash.
+        The index's ids of a hash the store holds fewer of are looked up in the store by
+        key (its primary key: no scan); those it lacks are removed. Only a hash of which
+        the store still holds more rows than the index (a row the refresh's window
+        missed) has its ids read by a scan."""
         feed = self.feed
-        buckets = bucket_count(index.record_count())
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memtui-pg-buckets") as pool:
-            # the server counts its rows while the index counts its own: two scans of the
-            # whole store, one on each side, at once rather than one after the other
-            counting = pool.submit(feed.buckets.counts, buckets)
-            local = index.bucket_counts(buckets)
-            remote = counting.result()
-        report.buckets_compared = buckets
-        differ = sorted(b for b in set(remote) | set(local) if remote.get(b, 0) != local.get(b, 0))
-        if not differ:
+        report.buckets_compared = FINE_BUCKETS
+        local = index.bucket_counts()
+        differ = np.flatnonzero(fine_counts(store_hashes) != local)
+        if not len(differ):
             return True
-        here = index.ids_in_buckets(buckets, differ)
-        held = set().union(*here.values())
-        if len(held) > MOSTLY_DIFFERENT * index.record_count():
+        if int(local[differ].sum()) > MOSTLY_DIFFERENT * int(local.sum()):
             return False
-        kept = feed.existing(sorted(held))
+        here = index.hashes_in_buckets(differ)
+        in_differ = store_hashes[np.isin(store_hashes & FINE_MASK, differ)]
+        there = Counter(int(h) for h in in_differ)
+        ours: dict[int, list[str]] = {}
+        for source_id, key_hash in here:
+            ours.setdefault(key_hash, []).append(source_id)
+        suspects = sorted(i for h, ids in ours.items() if len(ids) > there.get(h, 0) for i in ids)
+        kept = feed.existing(suspects)
+        gone = set(suspects) - kept
         report.ids_read = len(kept)
-        report.removed = index.remove(sorted(held - kept))
-        short = [b for b in differ if remote.get(b, 0) > len(here.get(b, set()) & kept)]
+        report.removed = index.remove(sorted(gone))
+        short = sorted(
+            h for h, n in there.items() if n > sum(1 for i in ours.get(h, ()) if i not in gone)
+        )
         if not short:
             return True
-        there = feed.buckets.ids_in(buckets, short)
-        report.ids_read += len(there)
-        missed = sorted(there - held)  # rows the refresh's window could not see
-        if missed:
+        found = feed.buckets.ids_with(short)
+        report.ids_read += len(found)
+        missed = sorted(found - {i for h in short for i in ours.get(h, ())})
+        if missed:  # rows the refresh's window could not see
             rows = feed.rows_by_id(missed)
             report.rows_read += len(rows)
             report.written += index.upsert(rows)

@@ -374,7 +374,7 @@ class LangGraphFeed:
     def __init__(self, source: LangGraphPostgresSource) -> None:
         self.source = source
         self.buckets = StoreBuckets(
-            source, source._store, KEY_TEXT.format(a="t"), "t.prefix, t.key", _record_id
+            source, source._store, key_texts("t"), "t.prefix, t.key", _record_id
         )
 
     def probe(self) -> StoreProbe:
@@ -401,7 +401,7 @@ class LangGraphFeed:
         expires = "s.expires_at" if source._has_ttl() else "NULL"
         return (
             f"SELECT s.prefix, s.key, s.value::text, {expires}, "
-            f"{hash_sql(KEY_TEXT.format(a='s'))} FROM {source._store} AS s"
+            f"{hash_sql(*key_texts('s'))} FROM {source._store} AS s"
         )
 
     @staticmethod
@@ -458,7 +458,7 @@ class LangGraphFeed:
             f"SELECT {id_sql(ID_PREFIX, 's.prefix', 's.key')}, s.prefix, c.flat, "
             "CASE WHEN c.flat THEN array_to_string(ARRAY(SELECT jsonb_array_elements_text("
             f"{strings})), %s) ELSE s.value::text END, "
-            f"{expires}, {hash_sql(KEY_TEXT.format(a='s'))} FROM {source._store} AS s "
+            f"{expires}, {hash_sql(*key_texts('s'))} FROM {source._store} AS s "
             f"CROSS JOIN LATERAL (SELECT {flat} AS flat) AS c "
             # in key order, near the index's: the rows are then sorted and written in
             # about the order they were made in (measured faster than the heap's order)
@@ -527,8 +527,9 @@ class LangGraphFeed:
         return {encode_id(ID_PREFIX, p, k): format_timestamp(e) for p, k, e in rows}
 
 
-KEY_TEXT = "{a}.prefix || chr(31) || {a}.key"
-"""A LangGraph row's key text (its key hash is this text's)."""
+def key_texts(alias: str) -> tuple[str, str]:
+    """A LangGraph row's key, as the text parts its key hash is made of."""
+    return (f"{alias}.prefix", f"{alias}.key")
 
 
 def _record_id(row: Sequence[Any]) -> str:

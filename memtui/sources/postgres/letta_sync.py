@@ -6,7 +6,7 @@
   less the lag. Letta stamps ``updated_at`` with its server's clock on every
   update and soft delete (``set_updated_at``), not the database's: the mark is the
   latest ``updated_at`` the tables held when the read began. Deletions are found
-  by key-hash buckets of ``part`` and id (``key_buckets``).
+  by key hashes of ``part`` and id (``key_buckets``).
 - ``LettaVectors``: ``ORDER BY embedding <=> query LIMIT k`` on ``archival_passages``,
   the filters and the live rule in the same WHERE (through the shared ``nearest``).
   Letta zero-pads every embedding to ``vector(4096)`` (no HNSW index: pgvector
@@ -40,8 +40,6 @@ if TYPE_CHECKING:
     from memtui.sources.postgres.index_sync import PostgresIndex
     from memtui.sources.postgres.letta import LettaPostgresSource
 
-KEY_TEXT = "{part}::text || chr(31) || {id}"
-"""A row's key text (its key hash is this text's): its part (0 passage, 1 block) and id."""
 DIM_SQL = (
     "(CASE WHEN json_typeof(p.embedding_config->'embedding_dim') = 'number' "
     "THEN (p.embedding_config->>'embedding_dim')::numeric END)"
@@ -51,6 +49,11 @@ DIM_SQL = (
 
 def iso(moment: Any) -> str | None:
     return moment.astimezone(UTC).isoformat() if isinstance(moment, datetime) else moment
+
+
+PASSAGE_HASH = hash_sql("'0'::text", "p.id")
+BLOCK_HASH = hash_sql("'1'::text", "b.id")
+"""A row's key hash: of its part (0 passage, 1 block) and its id."""
 
 
 class LettaFeed:
@@ -64,7 +67,7 @@ class LettaFeed:
         self.buckets = StoreBuckets(
             source,
             f"({keys})",
-            KEY_TEXT.format(part="t.part", id="t.id"),
+            ("t.part::text", "t.id"),  # a row's key: its part (0 passage, 1 block) and id
             "t.part, t.id",
             lambda row: record_id(int(row[0]), str(row[1])),
         )
@@ -100,14 +103,14 @@ class LettaFeed:
         source = self.source
         passages = (
             f"SELECT 0, p.id, p.text, {source.archive_sql()}, p.tags::text, NULL, "
-            f"p.is_deleted, {hash_sql(KEY_TEXT.format(part='0', id='p.id'))} "
+            f"p.is_deleted, {PASSAGE_HASH} "
             f"FROM {source.table('archival_passages')} AS p WHERE {passages_where}"
         )
         if not source.has_blocks:
             return passages
         return (
             f"{passages} UNION ALL SELECT 1, b.id, b.value, NULL, NULL, b.label, b.is_deleted, "
-            f"{hash_sql(KEY_TEXT.format(part='1', id='b.id'))} "
+            f"{BLOCK_HASH} "
             f"FROM {source.table('block')} AS b WHERE {blocks_where}"
         )
 

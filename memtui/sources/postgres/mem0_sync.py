@@ -5,9 +5,9 @@
   those whose ``updated_at`` (UTC ISO text, as mem0 writes it) is after the
   mark, less the lag. The mark is the latest ``updated_at`` the collection held
   when the read began (mem0 stamps it with the agent's clock, not the
-  database's). Deletions are found by key-hash buckets (the id's,
+  database's). Deletions are found by key hashes (the id's,
   ``key_buckets``); a row whose payload has no ``updated_at`` is read when its
-  bucket's count differs.
+  hash's count differs.
 - ``Mem0Vectors``: ``ORDER BY vector <=> query LIMIT k`` on the collection, the
   filters and mem0's live rule in the same WHERE, through the shared
   ``nearest`` (the collection's HNSW index, ``COLLECTION_hnsw_idx``, or an exact
@@ -55,7 +55,7 @@ class Mem0Feed:
         self.source = source
         prefix = source.id_prefix
         self.buckets = StoreBuckets(
-            source, source._table, "t.id::text", "t.id", lambda r: encode_id(prefix, str(r[0]))
+            source, source._table, ("t.id::text",), "t.id", lambda r: encode_id(prefix, str(r[0]))
         )
 
     def probe(self) -> StoreProbe:

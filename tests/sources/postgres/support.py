@@ -99,24 +99,3 @@ def vector_text_casts(source: Any, statement: tuple[str, list[Any]], column: str
 
     walk(plan[0]["Plan"], 0)
     return found
-
-
-def key_buckets(url: str, key_texts: list[str], buckets: int) -> list[int]:
-    """These key texts' buckets of memtui's deletion check (``hashtext`` in the database,
-    as the index's key hashes are made)."""
-    rows = sql(
-        url,
-        'SELECT hashtext(t COLLATE "C") & %s FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n) '
-        "ORDER BY n",
-        (buckets - 1, key_texts),
-    )
-    return [int(r[0]) for r in rows]
-
-
-def rows_in_buckets(url: str, gone: list[tuple[str, str]], buckets: int) -> int:
-    """How many store rows share a bucket with one of the ``gone`` (prefix, key) pairs: the
-    ids a refresh looks up to find them."""
-    chosen = set(key_buckets(url, [f"{p}\x1f{k}" for p, k in gone], buckets))
-    rows = sql(url, "SELECT prefix, key FROM store")
-    texts = [f"{p}\x1f{k}" for p, k in rows]
-    return sum(1 for b in key_buckets(url, texts, buckets) if b in chosen)

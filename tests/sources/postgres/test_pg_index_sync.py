@@ -6,12 +6,27 @@ from __future__ import annotations
 from conftest import fixed_clock
 
 from memtui.sources import open_source
+from memtui.sources.postgres.key_buckets import FINE_BUCKETS, fine_counts
 
-from .support import ITEMS, open_library, rows_in_buckets, sql
+from .support import ITEMS, open_library, sql
 
 
 def opened(url, **kwargs):
     return open_source(url, clock=fixed_clock, **kwargs)
+
+
+def looked_up(source):
+    """The id lists a refresh asks the store about by key (``ChangeFeed.existing``),
+    filled as it runs (the store is real: this only listens)."""
+    asked = []
+    existing = source.feed.existing
+
+    def listening(ids):
+        asked.append(sorted(ids))
+        return existing(ids)
+
+    source.feed.existing = listening
+    return asked
 
 
 def index_rows(source):
@@ -45,16 +60,18 @@ def test_reopening_after_changes_reads_only_the_changed_rows(lg_store):
     with opened(lg_store) as source:
         assert source.data_version() != version  # the app's live probe sees it
         assert not source.index_status()["ready"]
+        asked = looked_up(source)
         response = source.search("july")
         report = source.index.last_sync
         assert report.action == "refreshed"
         assert report.rows_read == 3  # the two puts and the update: nothing else came over
         assert report.written == 3
         assert report.removed == 3
-        # only the key-hash buckets that lost rows had their ids read (of 64 counted)
-        assert report.buckets_compared == 64
-        gone = [("bulk", "b03"), ("bulk", "b04"), ("memories.user-2.sub", "deep")]
-        assert report.ids_read == rows_in_buckets(lg_store, gone, 64) < len(ITEMS) // 4
+        # the full key hashes were compared in the fine buckets that differ: only the
+        # deleted rows' ids were looked up in the store, and none came back
+        assert report.buckets_compared == FINE_BUCKETS
+        assert asked == [["lg:bulk/b03", "lg:bulk/b04", "lg:memories.user-2.sub/deep"]]
+        assert report.ids_read == 0
         assert [r.id for r in response.results] == ["lg:memories.user-1/trip"]
         assert index_rows(source) == store_rows(source)
         assert response.trace.source.index_refreshed.startswith("refreshed ")
@@ -210,9 +227,45 @@ def test_key_hashes_that_no_longer_agree_build_the_index_again(lg_store, tmp_pat
 
 
 def bucket_mismatches(source):
-    """Buckets whose counts differ between the store and memtui's index."""
+    """Fine buckets whose counts differ between the store and memtui's index."""
     index = source.index.store()
-    buckets = 64
-    remote = source.feed.buckets.counts(buckets)
-    local = index.bucket_counts(buckets)
-    return sum(1 for b in set(remote) | set(local) if remote.get(b, 0) != local.get(b, 0))
+    return int((fine_counts(source.feed.buckets.hashes()) != index.bucket_counts()).sum())
+
+
+def counted_as_held(source):
+    """Whether what the index keeps as it is written (the rows per fine bucket, the count
+    and sums of its expiries) is a recount of what it holds."""
+    index = source.index.store()
+    held = [h for (h,) in index.query("SELECT hash FROM key_hashes")]
+    count, seconds, micros = index.query(
+        "SELECT count(*), sum(CAST(strftime('%s', substr(expires_at, 1, 19)) AS INTEGER)), "
+        "sum(CAST(substr(expires_at, 21, 6) AS INTEGER)) FROM records "
+        "WHERE expires_at IS NOT NULL"
+    )[0]
+    assert count > 0  # the fixture has expiries: the sums are exercised
+    return (
+        bool((index.bucket_counts() == fine_counts(held)).all())
+        and len(held) == len(index.query("SELECT id FROM records"))
+        and index.expiry_digest() == [count, str(seconds * 1_000_000 + micros)]
+    )
+
+
+def test_the_counts_per_bucket_follow_every_write_of_the_index(lg_store):
+    """The counts a refresh compares are kept as the index is written (a build, a refresh's
+    puts, updates and deletes, memtui's own forget), never recounted: each step leaves them
+    equal to a recount, and equal to the store's."""
+    with opened(lg_store, allow_writes=True, operator="tester") as source:
+        source.search("trip")
+        assert counted_as_held(source) and bucket_mismatches(source) == 0
+    with open_library(lg_store) as store:
+        store.put(("memories", "user-3"), "n1", {"text": "new and counted"}, ttl=60)
+        store.put(("memories", "user-1"), "trip", {"text": "Paris trip moved to July"})
+        store.delete(("bulk",), "b02")
+        store.get(("sessions", "s-1"), "short", refresh_ttl=True)
+    with opened(lg_store, allow_writes=True, operator="tester") as source:
+        source.search("counted")
+        assert source.index.last_sync.action == "refreshed"
+        assert counted_as_held(source) and bucket_mismatches(source) == 0
+        assert source.forget("lg:memories.user-3/n1", reason="test").verified
+        assert counted_as_held(source) and bucket_mismatches(source) == 0
+        assert "lg:memories.user-3/n1" not in {row[0] for row in index_rows(source)}
