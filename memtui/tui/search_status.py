@@ -47,6 +47,8 @@ class Build:
     done: int
     total: int
     """0 while the total is not known yet."""
+    verb: str = "building"
+    """``refreshing`` when an index is brought up to date rather than built."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ def state_parts(state: SearchState, hidden_long: bool, pools_shown: bool) -> lis
     """What the search is doing or found, as parts (the long or short wording)."""
     if state.phase is SearchPhase.SEARCHING and state.building is not None:
         build = state.building
-        out = Text(f"building {build.what}", style="bold yellow")
+        out = Text(f"{build.verb} {build.what}", style="bold yellow")
         total = build.total
         out.append(f": {build.done:,}/{total:,} " if total else "… ", style="bold yellow")
         # escape stops the vector cache build; an index build goes on for the next

@@ -324,16 +324,21 @@ class SearchPane(Pane):
         source = self.source
         worker = get_current_worker()
 
-        def reporter(what: str, quiet: float = 0.0) -> Callable[[int, int], None]:
+        def reporter(
+            what: str, quiet: float = 0.0, verb: str = "building"
+        ) -> Callable[[int, int], None]:
             def show(done: int, total: int) -> None:
-                build = Build(what, done, total)
+                build = Build(what, done, total, verb)
                 self.app.call_from_thread(self._show_build_progress, generation, build)
 
             return throttled(show, lambda: worker.is_cancelled, quiet)
 
-        if not source.index_status().get("ready", True):
-            # A foreign store without its keyword index yet: build it first, visibly.
-            index_progress = reporter(KEYWORD_INDEX)
+        index_status = source.index_status()
+        if not index_status.get("ready", True):
+            # A foreign store without its keyword index yet (or a Postgres store's index
+            # behind the store): build or refresh it first, visibly.
+            verb = "refreshing" if index_status.get("refreshes") else "building"
+            index_progress = reporter(KEYWORD_INDEX, verb=verb)
             index_progress(0, 0)
             source.build_index(index_progress)
             self.app.call_from_thread(self._show_build_progress, generation, None)

@@ -73,6 +73,10 @@ def test_searching_hides_what_it_found_before_and_the_stale_warning():
         (Build("the vector cache", 0, 0), "building the vector cache… (esc stops it)"),
         (Build(KEYWORD_INDEX, 10, 40), "building the keyword index: 10/40 (esc stops waiting)"),
         (Build(KEYWORD_INDEX, 0, 0), "building the keyword index… (esc stops waiting)"),
+        (
+            Build(KEYWORD_INDEX, 0, 0, "refreshing"),
+            "refreshing the keyword index… (esc stops waiting)",
+        ),
     ],
 )
 def test_building_before_searching(build: Build, expected: str):

@@ -620,6 +620,8 @@ class SyncedIndex(SourceIndex):
             meta = self._store.meta()
             out["built_at"] = meta.get("built_at")
             out["refreshed_at"] = meta.get("refreshed_at") or meta.get("sync_mark")
+            # not ready but held: the next search brings it up to date rather than builds it
+            out["refreshes"] = not out["ready"] and bool(meta.get("sync_mark"))
         if self.last_sync is not None:
             out["last_sync"] = self.last_sync.to_json()
         return out

@@ -46,6 +46,7 @@ def store_rows(source):
 
 def test_reopening_after_changes_reads_only_the_changed_rows(lg_store):
     with opened(lg_store) as source:
+        assert not source.index_status().get("refreshes")  # none yet: it is built
         source.search("trip")
         built = source.index.last_sync
         assert (built.action, built.rows_read) == ("built", len(ITEMS))
@@ -60,6 +61,7 @@ def test_reopening_after_changes_reads_only_the_changed_rows(lg_store):
     with opened(lg_store) as source:
         assert source.data_version() != version  # the app's live probe sees it
         assert not source.index_status()["ready"]
+        assert source.index_status()["refreshes"]  # the app says "refreshing", not "building"
         asked = looked_up(source)
         response = source.search("july")
         report = source.index.last_sync
