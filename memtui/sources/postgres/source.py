@@ -9,7 +9,8 @@ audit log, the forget protocol's hooks) whose connection is a ``PgConnection``:
   the audit log ``$XDG_DATA_HOME/memtui/audit/postgres-DB-KEY.memtui-audit.db``;
 - its keyword index refreshed in place by what changed (``SyncedIndex``; the kind
   is the ``ChangeFeed``), its vector lane run in the database (``vector_search``);
-- its change probe (``data_version``) the feed's probe: the app's live refresh;
+- its change probe (``data_version``) the feed's probe, paced by its cost
+  (``change_watch``): the app's live refresh;
 - ``path_changed`` compares the database's and the store table's identities
   (oids) with those at open: a database or table dropped and made again under the
   same name is another store, and a change is refused.
@@ -46,6 +47,7 @@ from memtui.sources.foreign import ForeignSource
 from memtui.sources.foreign_erasure import Erasure, GapsOutcome
 from memtui.sources.outcome import ForgetOutcome
 from memtui.sources.postgres.catalog import Catalog, PgDatabase
+from memtui.sources.postgres.change_watch import ChangeWatch, write_counters_sql
 from memtui.sources.postgres.connection import PgConnection
 from memtui.sources.postgres.erasure import UNREACHABLE, PgErasure
 from memtui.sources.postgres.gaps import SCAN_LIMIT, OutsideGap, PgGaps
@@ -147,6 +149,7 @@ class PostgresSource(ForeignSource):
             cache_root=cache_root,
         )
         self.opened_files = []  # no file of the store's: ``path_changed`` asks the database
+        self._watch = ChangeWatch(self.fingerprint, self._write_counters)
 
     def record(self, row: Sequence[Any]) -> SourceRecord:
         """The kind's record for one row of its ``select``."""
@@ -307,7 +310,12 @@ class PostgresSource(ForeignSource):
         return fingerprint_text(self.change_feed().probe().to_json())
 
     def data_version(self) -> Any:
-        return self.fingerprint()
+        """The change probe, paced by its cost (``change_watch``): the app asks every
+        second."""
+        return self._watch.version()
+
+    def _write_counters(self) -> tuple[int, ...]:
+        return tuple(int(n) for n in self.query(write_counters_sql(), [self.schema])[0])
 
     def index_refreshed(self) -> str | None:
         """When the keyword index was last brought up to date, and what that read."""
