@@ -50,7 +50,8 @@ from memtui.sources.langgraph_read import (
     text_fields,
 )
 from memtui.sources.postgres.catalog import PgDatabase
-from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, StoreProbe
+from memtui.sources.postgres.index_file import PostgresIndex
+from memtui.sources.postgres.index_sync import ChangeFeed, StoreProbe
 from memtui.sources.postgres.key_buckets import StoreBuckets, hash_sql
 from memtui.sources.postgres.langgraph_forget import LangGraphPostgresForget
 from memtui.sources.postgres.record_ids import id_sql

@@ -58,7 +58,8 @@ from memtui.sources.letta_records import (
     record_id as id_of,
 )
 from memtui.sources.postgres.catalog import Catalog, PgDatabase
-from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex
+from memtui.sources.postgres.index_file import PostgresIndex
+from memtui.sources.postgres.index_sync import ChangeFeed
 from memtui.sources.postgres.letta_forget import LettaPostgresForget
 from memtui.sources.postgres.letta_sync import LettaFeed, LettaVectors
 from memtui.sources.postgres.source import PostgresSource

@@ -37,7 +37,7 @@ from memtui.sources.postgres.key_buckets import StoreBuckets, hash_sql
 from memtui.sources.postgres.vectors import ann_index, describe_vectors, nearest, vector_text
 
 if TYPE_CHECKING:
-    from memtui.sources.postgres.index_sync import PostgresIndex
+    from memtui.sources.postgres.index_file import PostgresIndex
     from memtui.sources.postgres.letta import LettaPostgresSource
 
 DIM_SQL = (

@@ -52,7 +52,8 @@ from memtui.sources.mem0_payload import (
     payload_fields,
 )
 from memtui.sources.postgres.catalog import Catalog, PgDatabase
-from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex
+from memtui.sources.postgres.index_file import PostgresIndex
+from memtui.sources.postgres.index_sync import ChangeFeed
 from memtui.sources.postgres.mem0_forget import Mem0PgvectorForget
 from memtui.sources.postgres.mem0_sync import Mem0Feed, Mem0Vectors
 from memtui.sources.postgres.source import PostgresSource

@@ -41,7 +41,7 @@ from memtui.sources.postgres.vectors import (
 )
 
 if TYPE_CHECKING:
-    from memtui.sources.postgres.index_sync import PostgresIndex
+    from memtui.sources.postgres.index_file import PostgresIndex
     from memtui.sources.postgres.mem0_pgvector import Mem0PgvectorSource
 
 _DATA = "'data'"

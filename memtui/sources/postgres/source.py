@@ -51,7 +51,8 @@ from memtui.sources.postgres.change_watch import ChangeWatch, write_counters_sql
 from memtui.sources.postgres.connection import PgConnection
 from memtui.sources.postgres.erasure import UNREACHABLE, PgErasure
 from memtui.sources.postgres.gaps import SCAN_LIMIT, OutsideGap, PgGaps
-from memtui.sources.postgres.index_sync import ChangeFeed, PostgresIndex, SyncedIndex
+from memtui.sources.postgres.index_file import PostgresIndex
+from memtui.sources.postgres.index_sync import ChangeFeed, SyncedIndex
 from memtui.sources.postgres.page_purge import PagePurge
 from memtui.sources.postgres.prefetch import prefetched
 from memtui.sources.postgres.url import PgTarget, quote_identifier

@@ -29,7 +29,7 @@ from memtui.sources.postgres.catalog import Catalog, IndexInfo
 from memtui.sources.postgres.url import quote_identifier
 
 if TYPE_CHECKING:
-    from memtui.sources.postgres.index_sync import PostgresIndex
+    from memtui.sources.postgres.index_file import PostgresIndex
     from memtui.sources.postgres.langgraph import LangGraphPostgresSource
     from memtui.sources.postgres.source import PostgresSource
 
