@@ -21,10 +21,11 @@ it is written by memtui alone, and a forget purges its copy (``purge``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -122,6 +123,29 @@ END""",
 _INSERT_TRIGGER = f"""CREATE TRIGGER records_ai AFTER INSERT ON records BEGIN
     INSERT INTO {FTS_TABLE}(rowid, content) VALUES (new.id, new.content);
 END"""
+
+BUILD_HASH_BYTES = 64 << 20
+"""The full-text index's in-memory postings during a build (FTS5's ``hashsize``; 1 MiB
+otherwise): a store's postings are written as one segment, or a few, not as hundreds
+merged again and again (and the merged-away pages zeroed, ``secure_delete``)."""
+
+
+def _index_content(conn: sqlite3.Connection) -> None:
+    """Index every row's content in one pass (``rebuild``), its postings held in memory up
+    to ``BUILD_HASH_BYTES`` and merged once at the end (``optimize``), not along the way
+    (``automerge`` 0); the two settings are then removed (FTS5's defaults again)."""
+    options = (("hashsize", BUILD_HASH_BYTES), ("automerge", 0))
+    for name, value in options:
+        try:
+            conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES (?, ?)", (name, value))
+        except sqlite3.OperationalError:  # an FTS5 without the setting: its default then
+            pass
+    conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+    conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+    conn.execute(
+        f"DELETE FROM {FTS_TABLE}_config WHERE k IN (SELECT value FROM json_each(?))",
+        (json.dumps([name for name, _ in options]),),
+    )
 
 
 class ForeignIndex(IndexDatabase):
@@ -239,6 +263,20 @@ class ForeignIndex(IndexDatabase):
 
     # -- building
 
+    @contextlib.contextmanager
+    def building(self) -> Iterator[None]:
+        """The writes of a build into a new file (one no reader has yet): without a
+        rollback journal or syncs, a file that a crash leaves half written is thrown
+        away, never opened (``SourceIndex._rebuild`` moves it into place only once it is
+        whole and on disk). The file is in WAL mode again after."""
+        with self.lock:
+            self._conn.execute("PRAGMA journal_mode = OFF")
+            self._conn.execute("PRAGMA synchronous = OFF")
+        yield
+        with self.lock:
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+
     def _state_params(self, row: CacheRow) -> tuple[Any, ...]:
         """The row's tier, type, hidden flag, expiry and scope values, in column order."""
         return (
@@ -252,34 +290,47 @@ class ForeignIndex(IndexDatabase):
     def _scope_assignments(self) -> str:
         return "".join(f", {scope_column(key)} = ?" for key in self.scope_keys)
 
+    def row_values(self, row: CacheRow) -> tuple[Any, ...]:
+        """The row as ``load_values`` writes it: source id, content, tier, record type,
+        hidden (0 or 1), expiry, then each scope key's text (``scope_keys``' order)."""
+        return (row.source_id, row.content or "", *self._state_params(row))
+
     def load(self, rows: Sequence[CacheRow], progress: Progress | None = None) -> None:
         """Write the rows (already in source-id order, ids 1, 2...), index them, and the
         store's vectors when they all have one dimension. Once, into a new index."""
+        self._write_values([self.row_values(row) for row in rows], progress)
+        with self.write() as conn:
+            self._load_vectors(conn, rows)
+
+    def load_values(
+        self, values: Sequence[Sequence[Any]], progress: Progress | None = None
+    ) -> None:
+        """Write the rows given as ``row_values`` gives them (already in source-id order,
+        ids 1, 2...; what follows a row's scope values is left for a subclass: a Postgres
+        index's key hash) and index their content. Once, into a new index."""
+        self._write_values(values, progress)
+
+    def _write_values(self, values: Sequence[Sequence[Any]], progress: Progress | None) -> None:
         columns = "".join(f", {scope_column(key)}" for key in self.scope_keys)
         marks = ", ?" * len(self.scope_keys)
+        width = 6 + len(self.scope_keys)
         insert = (
-            "INSERT INTO records (id, source_id, created_at, content, tier, record_type, "
+            "INSERT INTO records (id, created_at, source_id, content, tier, record_type, "
             f"refuted, expires_at{columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?{marks})"
         )
         now = self.now_text()
-        total = len(rows)
+        total = len(values)
         with self.write() as conn:
             for start in range(0, total, LOAD_BATCH):
-                batch = rows[start : start + LOAD_BATCH]
+                batch = values[start : start + LOAD_BATCH]
                 conn.executemany(
-                    insert,
-                    [
-                        (start + n, row.source_id, now, row.content or "", *self._state_params(row))
-                        for n, row in enumerate(batch, start=1)
-                    ],
+                    insert, [(n, now, *v[:width]) for n, v in enumerate(batch, start=start + 1)]
                 )
                 done = start + len(batch)
                 if progress and done < total:
                     progress(done, total)
-            conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
-            conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
+            _index_content(conn)
             conn.execute(_INSERT_TRIGGER)
-            self._load_vectors(conn, rows)
         if progress:
             progress(total, total)
 
