@@ -12,7 +12,9 @@ never beside or inside the store; ``$MEMTUI_CACHE_DIR`` moves it (to
   the file is of another format (``CACHE_FORMAT``: an older memtui's) or
   cannot be read.
 - Built beside its final name and moved into place, so that a reader never
-  sees half an index.
+  sees half an index: written without a journal or syncs, synced to disk, then
+  moved (a build that fails is removed; one killed leaves a ``.building`` file that
+  is never read, and ``memtui cache clear`` removes).
 - ``memtui cache list`` / ``memtui cache clear`` list and remove them.
 """
 
@@ -52,6 +54,7 @@ __all__ = [
     "fingerprint_text",
     "list_caches",
     "require_cache_dir_writable",
+    "second_half",
     "store_identity",
     "unpack_f32",
 ]
@@ -238,44 +241,48 @@ class SourceIndex:
         except OSError:
             pass
         building = self.path.with_name(self.path.name + f".{os.getpid()}.building")
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(building) + suffix).unlink(missing_ok=True)
+        _remove_file(building)
         total = max(self._count(), 1)
-        rows: list[CacheRow] = []
-        for row in self._rows():
-            rows.append(row)
-            if progress and len(rows) % 500 == 0:
-                progress(len(rows), total * 2)
-        rows.sort(key=lambda r: r.source_id)
         fd = os.open(building, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)
-        store = self._open(building, create=True)
         try:
-
-            def step(done: int, _total: int) -> None:
-                if progress:
-                    progress(len(rows) + done, len(rows) * 2 or 1)
-
-            store.load(rows, progress=step)
-            identity = store_identity(self.store_path)
-            store.set_meta(
-                {
-                    "source_kind": self.kind,
-                    "source_path": identity["path"],
-                    "source_inode": str(identity["inode"]),
-                    "source_fingerprint": fingerprint,
-                    "built_at": store.now_text(),
-                }
-            )
-            store.checkpoint()
-        finally:
-            store.close()
+            store = self._open(building, create=True)
+            try:
+                with store.building():
+                    self._fill(store, total, progress)
+                    identity = store_identity(self.store_path)
+                    store.set_meta(
+                        {
+                            "source_kind": self.kind,
+                            "source_path": identity["path"],
+                            "source_inode": str(identity["inode"]),
+                            "source_fingerprint": fingerprint,
+                            "built_at": store.now_text(),
+                        }
+                    )
+            finally:
+                store.close()
+            _sync_file(building)
+        except BaseException:
+            _remove_file(building)  # half written (no journal): never opened again
+            raise
         os.replace(building, self.path)
         for suffix in ("-wal", "-shm"):
             Path(str(building) + suffix).unlink(missing_ok=True)
         self._store = self._open(self.path)
         if progress:
             progress(total * 2, total * 2)
+
+    def _fill(self, store: ForeignIndex, total: int, progress: Progress | None) -> None:
+        """Read every row of the store (``total``, about, for the progress) and write them
+        into the new index, in source-id order."""
+        rows: list[CacheRow] = []
+        for row in self._rows():
+            rows.append(row)
+            if progress and len(rows) % 500 == 0:
+                progress(len(rows), total * 2)
+        rows.sort(key=lambda r: r.source_id)
+        store.load(rows, progress=second_half(progress, len(rows)))
 
     def refresh(self, fingerprint: str) -> None:
         """After memtui changed the store itself (and the index with it): mark it current."""
@@ -297,6 +304,28 @@ class SourceIndex:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def second_half(progress: Progress | None, rows: int) -> Progress | None:
+    """A load's progress as the second half of a build's (the read was the first)."""
+    if progress is None:
+        return None
+    return lambda done, _total: progress(rows + done, rows * 2 or 1)
+
+
+def _remove_file(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def _sync_file(path: Path) -> None:
+    """The file's pages on disk before it is moved into place (a build writes it without
+    syncs: ``ForeignIndex.building``)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fingerprint_text(parts: Any) -> str:

@@ -21,10 +21,11 @@ it is written by memtui alone, and a forget purges its copy (``purge``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -239,6 +240,20 @@ class ForeignIndex(IndexDatabase):
 
     # -- building
 
+    @contextlib.contextmanager
+    def building(self) -> Iterator[None]:
+        """The writes of a build into a new file (one no reader has yet): without a
+        rollback journal or syncs, a file that a crash leaves half written is thrown
+        away, never opened (``SourceIndex._rebuild`` moves it into place only once it is
+        whole and on disk). The file is in WAL mode again after."""
+        with self.lock:
+            self._conn.execute("PRAGMA journal_mode = OFF")
+            self._conn.execute("PRAGMA synchronous = OFF")
+        yield
+        with self.lock:
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+
     def _state_params(self, row: CacheRow) -> tuple[Any, ...]:
         """The row's tier, type, hidden flag, expiry and scope values, in column order."""
         return (
@@ -252,34 +267,52 @@ class ForeignIndex(IndexDatabase):
     def _scope_assignments(self) -> str:
         return "".join(f", {scope_column(key)} = ?" for key in self.scope_keys)
 
+    def row_values(self, row: CacheRow) -> tuple[Any, ...]:
+        """The row as ``load_values`` writes it: source id, content, tier, record type,
+        hidden (0 or 1), expiry, then each scope key's text (``scope_keys``' order)."""
+        return (row.source_id, row.content or "", *self._state_params(row))
+
     def load(self, rows: Sequence[CacheRow], progress: Progress | None = None) -> None:
         """Write the rows (already in source-id order, ids 1, 2...), index them, and the
         store's vectors when they all have one dimension. Once, into a new index."""
+        self._write_values([self.row_values(row) for row in rows], progress)
+        with self.write() as conn:
+            self._load_vectors(conn, rows)
+
+    def load_values(
+        self, values: Sequence[Sequence[Any]], progress: Progress | None = None
+    ) -> None:
+        """Write the rows given as ``row_values`` gives them (already in source-id order,
+        ids 1, 2...; what follows a row's scope values is left for a subclass: a Postgres
+        index's key hash) and index their content. Once, into a new index."""
+        self._write_values(values, progress)
+
+    def _write_values(self, values: Sequence[Sequence[Any]], progress: Progress | None) -> None:
         columns = "".join(f", {scope_column(key)}" for key in self.scope_keys)
         marks = ", ?" * len(self.scope_keys)
+        width = 6 + len(self.scope_keys)
         insert = (
-            "INSERT INTO records (id, source_id, created_at, content, tier, record_type, "
+            "INSERT INTO records (id, created_at, source_id, content, tier, record_type, "
             f"refuted, expires_at{columns}) VALUES (?, ?, ?, ?, ?, ?, ?, ?{marks})"
         )
         now = self.now_text()
-        total = len(rows)
+        total = len(values)
         with self.write() as conn:
             for start in range(0, total, LOAD_BATCH):
-                batch = rows[start : start + LOAD_BATCH]
+                batch = values[start : start + LOAD_BATCH]
                 conn.executemany(
-                    insert,
-                    [
-                        (start + n, row.source_id, now, row.content or "", *self._state_params(row))
-                        for n, row in enumerate(batch, start=1)
-                    ],
+                    insert, [(n, now, *v[:width]) for n, v in enumerate(batch, start=start + 1)]
                 )
                 done = start + len(batch)
                 if progress and done < total:
                     progress(done, total)
+            # FTS5's own settings: with more postings held in memory (hashsize) or no merges
+            # along the way (automerge 0) the rebuild is faster, but its one segment is left
+            # on a low level, where a refresh's merges rewrite it (at 200,000 items three
+            # refreshes of 1,000 changes took three times the CPU)
             conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
             conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('optimize')")
             conn.execute(_INSERT_TRIGGER)
-            self._load_vectors(conn, rows)
         if progress:
             progress(total, total)
 

@@ -118,9 +118,20 @@ class PostgresIndex(ForeignIndex):
 
     def load(self, rows: Sequence[CacheRow], progress: Progress | None = None) -> None:
         super().load(rows, progress)
-        hashed = [
-            (n, row.key_hash) for n, row in enumerate(rows, start=1) if row.key_hash is not None
-        ]
+        self._load_hashes(
+            [(n, row.key_hash) for n, row in enumerate(rows, start=1) if row.key_hash is not None]
+        )
+
+    def load_values(
+        self, values: Sequence[Sequence[Any]], progress: Progress | None = None
+    ) -> None:
+        """``ForeignIndex.load_values``, each row's key hash last (after its scope values)."""
+        super().load_values(values, progress)
+        self._load_hashes([(n, v[-1]) for n, v in enumerate(values, start=1) if v[-1] is not None])
+
+    def _load_hashes(self, hashed: Sequence[tuple[int, int]]) -> None:
+        """After a load's records: their key hashes, the rows per fine bucket and the
+        expiries' sums counted once, then the triggers that keep those two."""
         with self.write() as conn:
             conn.executemany("INSERT INTO key_hashes (record_id, hash) VALUES (?, ?)", hashed)
             conn.execute(f"CREATE INDEX key_hashes_bucket ON key_hashes(hash & {FINE_MASK})")

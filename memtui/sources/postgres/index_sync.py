@@ -50,7 +50,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memtui.sources.cache import SourceIndex, fingerprint_text
+from memtui.sources.cache import SourceIndex, fingerprint_text, second_half
 from memtui.sources.foreign_index import CacheRow, ForeignIndex
 from memtui.sources.postgres.index_file import PostgresIndex
 from memtui.sources.postgres.key_buckets import (
@@ -83,9 +83,11 @@ class StoreProbe:
 class ChangeFeed(Protocol):
     """What a Postgres source tells its index about the store (see the module docstring).
 
-    A feed may also have ``next_mark(now)`` (the mark a read beginning ``now`` leaves)
-    and ``refreshed_expiries(since)`` (the expiries moved since, by source id: then its
-    probe's expiry digest is ``PostgresIndex.expiry_digest``'s)."""
+    A feed may also have ``next_mark(now)`` (the mark a read beginning ``now`` leaves),
+    ``refreshed_expiries(since)`` (the expiries moved since, by source id: then its
+    probe's expiry digest is ``PostgresIndex.expiry_digest``'s) and
+    ``build_values(scope_keys)`` (every row for a build as ``PostgresIndex.load_values``
+    writes it, in any order; None when it cannot make them for these scope keys)."""
 
     buckets: StoreBuckets
     """The store's side of the key-hash comparison that finds deletions."""
@@ -198,6 +200,25 @@ class SyncedIndex(SourceIndex):
         for row in self.feed.changed_rows(None):
             self._counted += 1
             yield row
+
+    def _fill(self, store: ForeignIndex, total: int, progress: Progress | None) -> None:
+        """A feed with ``build_values`` gives the rows as the index writes them (no
+        ``CacheRow`` made for each); any other, as every source does."""
+        build_values = getattr(self.feed, "build_values", None)
+        if build_values is None or not isinstance(store, PostgresIndex):
+            super()._fill(store, total, progress)
+            return
+        at = self.feed.database_now()
+        mark = self._next_mark(at)
+        values = build_values(store.scope_keys)
+        if values is None:
+            super()._fill(store, total, progress)
+            return
+        self._at, self._mark, self._counted = at, mark, len(values)
+        if progress:
+            progress(len(values), len(values) * 2 or 1)
+        values.sort()  # by source id (unique: no row is compared beyond it)
+        store.load_values(values, second_half(progress, len(values)))
 
     def store(self, progress: Progress | None = None) -> ForeignIndex:
         """The index: built when missing (or of another format), refreshed when the store's

@@ -489,6 +489,33 @@ class LangGraphFeed:
             key_hash=int(key_hash),
         )
 
+    def build_values(self, scope_keys: Sequence[str]) -> list[tuple[Any, ...]] | None:
+        """Every row for a build as ``PostgresIndex.load_values`` writes it (source id,
+        content, tier, record type, hidden, expiry, namespace, key hash): what
+        ``changed_rows(None)`` gives, without a ``CacheRow`` made for each row. None for
+        an index whose scope keys are not this store's (``namespace``)."""
+        if tuple(scope_keys) != ("namespace",):
+            return None
+        return self.source.stream(self._build_select, self._built_values)
+
+    @staticmethod
+    def _built_values(row: Sequence[Any]) -> tuple[Any, ...]:
+        """``_built_row``'s fields, in the order the index writes them."""
+        record_id, prefix, flat, content, expires, key_hash = row
+        if not flat:
+            value, problem = parse_value(content)
+            content = FIELD_SEPARATOR.join(text_fields(value)) if problem is None else str(value)
+        return (
+            record_id,
+            content or "",
+            prefix.split(".", 1)[0] if prefix else "",
+            "item",
+            0,
+            format_timestamp(expires) if expires is not None else None,
+            prefix,
+            int(key_hash),
+        )
+
     def rows_by_id(self, ids: Sequence[str]) -> list[CacheRow]:
         return [self._index_row(row) for row in self._by_key(self._select(), ids)]
 

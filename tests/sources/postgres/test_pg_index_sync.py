@@ -3,6 +3,7 @@ updates and deletes by LangGraph itself, reopening reads those rows, not the sto
 
 from __future__ import annotations
 
+import pytest
 from conftest import fixed_clock
 
 from memtui.sources import open_source
@@ -271,3 +272,80 @@ def test_the_counts_per_bucket_follow_every_write_of_the_index(lg_store):
         assert source.forget("lg:memories.user-3/n1", reason="test").verified
         assert counted_as_held(source) and bucket_mismatches(source) == 0
         assert "lg:memories.user-3/n1" not in {row[0] for row in index_rows(source)}
+
+
+def test_a_build_holds_what_the_rows_read_one_by_one_give(pg_url):
+    """A build (the rows as the index writes them, read in one pass) holds what the store's
+    rows read one at a time by key give, each through ``row_values`` as any source's row:
+    content, tier, type, hidden flag, expiry, namespace and key hash, at ids 1, 2... in
+    source-id order; every row's words are found by the full-text index."""
+    from memtui.core.index import FTS_TABLE
+    from memtui.sources.base import encode_id
+
+    from .support import ITEMS, write_store
+
+    write_store(pg_url, [*ITEMS, *ODD_VALUES])
+    keys = sql(pg_url, "SELECT prefix, key FROM store")
+    with opened(pg_url) as source:
+        index = source.index.store()
+        assert source.index.last_sync.action == "built"
+        built = [
+            tuple(row)
+            for row in index.query(
+                "SELECT r.id, r.source_id, r.content, r.tier, r.record_type, r.refuted, "
+                "r.expires_at, r.scope_namespace, k.hash FROM records AS r "
+                "JOIN key_hashes AS k ON k.record_id = r.id ORDER BY r.id"
+            )
+        ]
+        ids = sorted(encode_id("lg", prefix, key) for prefix, key in keys)
+        one_by_one = [source.feed.rows_by_id([i]) for i in ids]
+        assert all(len(rows) == 1 for rows in one_by_one)
+        expected = [
+            (n, *index.row_values(row), row.key_hash)
+            for n, (row,) in enumerate(one_by_one, start=1)
+        ]
+        assert built == expected
+        assert any(row[6] is not None for row in built)  # the TTL items' expiries
+        for cache_id, source_id, content, *_ in built:
+            words = [w for w in content.split() if w.isalpha()][:1]
+            if words:
+                found = index.query(
+                    f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH ?",
+                    ('"' + words[0] + '"',),
+                )
+                assert cache_id in {r[0] for r in found}, source_id
+
+
+def test_a_build_leaves_a_wal_file_in_place_and_a_failed_one_nothing(lg_url, tmp_path):
+    """The build is written without a journal beside its final name: once in place the
+    file is in WAL mode; a build that fails half way leaves no file behind."""
+    import contextlib
+    import sqlite3
+
+    with opened(lg_url, cache_root=tmp_path / "ok") as source:
+        source.search("trip")
+        path = source.index.path
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    with opened(lg_url, cache_root=tmp_path / "failed") as source:
+        written = []
+
+        def fail(values, progress=None):
+            written.append(len(values))
+            raise RuntimeError("the build stops half way")
+
+        original = source.index._open
+
+        def opening(path, *, create=False):
+            index = original(path, create=create)
+            if create:
+                index.load_values = fail
+            return index
+
+        source.index._open = opening
+        with pytest.raises(RuntimeError, match="half way"):
+            source.search("trip")
+        assert written == [len(ITEMS)]
+        name = source.index.path.name
+        assert [p.name for p in source.index.root.iterdir() if p.name.startswith(name)] == []
