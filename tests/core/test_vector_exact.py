@@ -146,7 +146,7 @@ def test_exact_cosines_in_chunks_are_the_same(monkeypatch):
     query = rng.standard_normal(24)
     rows = list(range(49, -1, -1))
     whole = exact(matrix, rows, query)
-    monkeypatch.setattr(vector_module, "EXACT_CHUNK", 7)
+    monkeypatch.setattr(vector_module, "EXACT_CHUNK_VALUES", 7 * 24 + 5)  # 7 rows a chunk
     assert bits(exact(matrix, rows, query)) == bits(whole) == bits(row_by_row(matrix, rows, query))
 
 
@@ -209,3 +209,64 @@ def test_the_lane_is_the_row_by_row_pool_with_ties_odd_rows_and_several_rounds(
             want = reference_pool(store, query, pool_size)
             assert [i for i, _ in lane.raw.items()] == [i for i, _ in want]
             assert bits(list(lane.raw.values())) == bits([s for _, s in want])
+
+
+# ---------------------------------------------------------------- the rounds
+
+
+def full_round(approx, take, bound):
+    """A round's rows by a full sort: every row within twice the bound below the
+    ``take``-th best approximate score (or at or above the floor, -bound)."""
+    floor = np.float32(-bound)
+    if float(floor) > -bound:
+        floor = np.nextafter(floor, np.float32(-np.inf))
+    limit = floor
+    if take < len(approx):
+        kth = float(np.sort(approx)[::-1][take - 1])
+        if kth - 2.0 * bound > float(floor):
+            limit = np.nextafter(np.float32(kth - 2.0 * bound), np.float32(-np.inf))
+    return limit, np.flatnonzero(approx >= limit), floor
+
+
+@pytest.mark.parametrize("shape", ["random", "ties", "one score", "negative", "unknown", "gone"])
+@pytest.mark.parametrize("take", [1, 37, 132])
+def test_a_first_round_from_a_sample_takes_the_rows_a_full_sort_takes(shape, take):
+    rng = np.random.default_rng(len(shape) * 1000 + take)
+    n = 60_000
+    approx = rng.standard_normal(n).astype(np.float32) / 10
+    if shape == "ties":  # a hashing vector's few distinct scores
+        approx = rng.choice(np.array([0.1, 0.2, 0.45, 0.5, 0.7, 0.9], np.float32), n)
+    elif shape == "one score":
+        approx[:] = np.float32(0.47)
+        approx[rng.choice(n, 300, replace=False)] = np.float32(0.8)
+    elif shape == "negative":
+        approx = -np.abs(approx)
+    elif shape == "unknown":  # rows the exact pass must decide
+        approx[rng.choice(n, 50, replace=False)] = np.inf
+    elif shape == "gone":  # hidden rows, and the best rows packed where a sample misses them
+        approx[rng.choice(n, n // 2, replace=False)] = -np.inf
+        approx[np.arange(1, 4000, 7)] = np.float32(0.95)
+    bound = 2.0 * (2 * 32 + 16) * 2.0**-24
+    limit, want, floor = full_round(approx, take, bound)
+    got_limit, got = vector_module._next_rows(approx, take, bound, floor, None)
+    assert got_limit == limit
+    assert got.tolist() == want.tolist()
+
+
+def test_the_lane_over_thousands_of_rows_is_the_row_by_row_pool(tmp_path, monkeypatch):
+    """Enough rows for the first round to start from a sample; vectors of a few
+    distinct values (ties by the hundred), some of them the same row."""
+    monkeypatch.setenv(vector_cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    rng = np.random.default_rng(23)
+    n = 6000
+    vectors = rng.choice(np.array([0.0, 0.0, 1.0, 2.0, -1.0], np.float32), (n, 8))
+    vectors[::50] = vectors[7]
+    rows = [{"tier": "knowledge", "record_type": "note", "content": f"n{i}"} for i in range(n)]
+    with MemoryStore(tmp_path / "big.db", clock=fixed_clock, embedder=HashEmbedder(8)) as store:
+        store.ingest(rows, vectors=vectors, embedder_name="hash-8")
+        for query in (vectors[7].tolist(), rng.standard_normal(8).tolist(), [1.0] * 8):
+            for pool_size in (5, 20, 100):
+                lane = vector_lane(store, query, None, pool_size)
+                want = reference_pool(store, query, pool_size)
+                assert [i for i, _ in lane.raw.items()] == [i for i, _ in want]
+                assert bits(list(lane.raw.values())) == bits([s for _, s in want])

@@ -267,17 +267,7 @@ def _best_rows(
     seen: Any = None  # rows at or above this limit have been scored (None: none yet)
     top: list[tuple[float, int]] = []
     while True:
-        limit = floor
-        if take < n:
-            scratch = np.negative(approx)
-            scratch.partition(take - 1)  # in place, on the negated scores: quick on ties
-            edge = -float(scratch[take - 1]) - 2.0 * bound
-            if edge > float(floor):
-                limit = np.nextafter(np.float32(edge), np.float32(-np.inf))
-        fresh = approx >= limit
-        if seen is not None:
-            fresh &= approx < seen
-        rows = np.flatnonzero(fresh)
+        limit, rows = _next_rows(approx, take, bound, floor, seen)
         seen = limit
         if len(rows):
             cosines = _exact_cosines(cached.matrix, rows, query64, query_sq)
@@ -312,8 +302,64 @@ def _best_rows(
     return [(record_id, -neg) for neg, record_id in top], dates
 
 
-EXACT_CHUNK = 2048
-"""Rows scored exactly at a time: a chunk's float64 copy stays in the processor's cache."""
+def _next_rows(approx: Any, take: int, bound: float, floor: Any, seen: Any) -> tuple[Any, Any]:
+    """A round of ``_best_rows``: its limit, and the rows at or above it not yet seen
+    (below ``seen``, the last round's limit; None in the first round).
+
+    The limit is twice the bound below the ``take``-th best approximate score, or
+    ``floor`` when that is lower. The first round looks for that score among the
+    rows above a line drawn from a sample of every ``step``-th score (a pass over
+    the scores and a selection among a few hundred), and falls back to a selection
+    over every score, on the negated scores in place (quick even when most rows
+    share one score, where the ascending selection is not).
+    """
+    np = np_module()
+    n = len(approx)
+    if take >= n:
+        candidates = None
+        limit = floor
+    else:
+        candidates, kth = _sampled_kth(approx, take) if seen is None else (None, None)
+        if kth is None:
+            scratch = np.negative(approx)
+            scratch.partition(take - 1)
+            kth = -float(scratch[take - 1])
+        limit = floor
+        if kth - 2.0 * bound > float(floor):
+            limit = np.nextafter(np.float32(kth - 2.0 * bound), np.float32(-np.inf))
+    if candidates is not None:
+        line, among = candidates
+        if limit >= line:  # every row at or above the limit is among the candidates
+            return limit, among[approx[among] >= limit]
+    fresh = approx >= limit
+    if seen is not None:
+        fresh &= approx < seen
+    return limit, np.flatnonzero(fresh)
+
+
+def _sampled_kth(approx: Any, take: int) -> tuple[Any, float | None]:
+    """``((line, rows at or above it), take-th best score)`` when a line drawn from a
+    sample has at least ``take`` rows above it, and not more than a quarter of them."""
+    np = np_module()
+    n = len(approx)
+    step = n // (32 * take)
+    if step < 4:
+        return None, None
+    sample = approx[::step]
+    pick = 2 * -(-take // step) + 4  # about twice take rows expected at or above the line
+    line = -np.partition(np.negative(sample), pick - 1)[pick - 1]
+    among = np.flatnonzero(approx >= line)
+    if not take <= len(among) <= n // 4:
+        return None, None
+    scores = np.negative(approx[among])
+    scores.partition(take - 1)
+    return (line, among), -float(scores[take - 1])
+
+
+EXACT_CHUNK_VALUES = 16_384
+"""Values scored exactly at a time (whole rows, one row at least): a chunk's float64
+arrays (128 KB each) come from memory the allocator already holds, where a copy of
+every row at once is fresh memory, faulted in page by page at each search."""
 
 
 def _exact_cosines(matrix: Any, rows: Any, query64: Any, query_sq: float) -> Any:
@@ -330,8 +376,9 @@ def _exact_cosines(matrix: Any, rows: Any, query64: Any, query_sq: float) -> Any
     if query_sq == 0.0:
         return out
     query_norm = math.sqrt(query_sq)
-    for start in range(0, len(rows), EXACT_CHUNK):
-        chunk = rows[start : start + EXACT_CHUNK]
+    step = max(1, EXACT_CHUNK_VALUES // max(1, len(query64)))
+    for start in range(0, len(rows), step):
+        chunk = rows[start : start + step]
         values = np.asarray(matrix[chunk], dtype=np.float64)
         products = values * values
         np.cumsum(products, axis=1, out=products)
