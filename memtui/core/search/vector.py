@@ -280,19 +280,14 @@ def _best_rows(
             keep = slice(None)
             if missing:
                 keep = ~np.isin(scored_ids, np.fromiter(missing, dtype=scored_ids.dtype))
-            top = list(
-                zip(
-                    negated[keep][:pool_size].tolist(),
-                    scored_ids[keep][:pool_size].tolist(),
-                    strict=True,
-                )
-            )
-            unknown = sorted(i for _, i in top if i not in dates)
+            top_ids = scored_ids[keep][:pool_size].tolist()
+            top = list(zip(negated[keep][:pool_size].tolist(), top_ids, strict=True))
+            unknown = sorted(set(top_ids).difference(dates))
             if not unknown:
                 break
             found = dates_of(store, unknown, filters)
             dates.update(found)
-            missing.update(i for i in unknown if i not in found)
+            missing.update(set(unknown).difference(found))
         # Every unseen row is below ``limit``: its cosine is below ``limit + bound``.
         if float(limit) <= -bound:
             break  # no unseen row can have a positive cosine
@@ -376,10 +371,11 @@ def _exact_cosines(matrix: Any, rows: Any, query64: Any, query_sq: float) -> Any
     if query_sq == 0.0:
         return out
     query_norm = math.sqrt(query_sq)
+    rows_of = np.asarray(matrix)  # a plain view of a memory map: quicker to index
     step = max(1, EXACT_CHUNK_VALUES // max(1, len(query64)))
     for start in range(0, len(rows), step):
         chunk = rows[start : start + step]
-        values = np.asarray(matrix[chunk], dtype=np.float64)
+        values = rows_of[chunk].astype(np.float64)
         products = values * values
         np.cumsum(products, axis=1, out=products)
         squares = products[:, -1] + 0.0
