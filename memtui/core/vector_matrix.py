@@ -39,6 +39,9 @@ class VectorMatrix:
     bad: dict[int, int] = field(default_factory=dict)
     path: Path | None = None
     removed: Any = None  # int64 array of row indices, ascending; None: no row removed
+    # The vector lane's rows whose norm it cannot divide by, found on first use
+    # (``memtui.core.search.vector``); a row removed later stays in them harmlessly.
+    odd_rows: Any = None
 
     def __len__(self) -> int:
         return int(len(self.ids))

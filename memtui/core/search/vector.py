@@ -80,8 +80,9 @@ def vector_lane(
     else:
         with_vector = len(ids) - removed - len(refuted_rows) - len(expired_rows)
         missing = hidden.live_total(store, now) - with_vector
-    # |approx - cosine| <= bound: float32 rounding of the products, the sums
-    # and the norms, doubled for safety.
+    # |approx - cosine| <= bound: float32 rounding of the unit query, the products,
+    # the sums, the norms and the division (about 1.5 * dim + 4 units of 2**-24 for
+    # a norm in NORM_RANGE), more than doubled for safety.
     bound = 2.0 * (2 * dim + 16) * 2.0**-24
     best, dates = _best_rows(store, cached, approx, query64, bound, filters, pool_size)
     lane = lane_from_ranking(best, pool_size, dates)
@@ -111,22 +112,62 @@ def _no_vectors_lane(
     return lane
 
 
+#: Stored norms the lane divides by: in this range a float32 norm is as exact as the
+#: float32 product (its squares neither underflow nor overflow); outside it (zero
+#: included) the row's score is left to the exact pass, or is 0 for a row of zeros.
+NORM_RANGE = (2.0**-40, 2.0**60)
+#: Query norms in this range are scaled to a unit query without loss; outside it every
+#: row is left to the exact pass.
+QUERY_NORM_RANGE = (2.0**-500, 2.0**500)
+
+
 def _approximate_cosines(cached: Any, query64: Any) -> tuple[Any, int]:
     """Every row's cosine to the query from a float32 product (within a rounding bound),
-    and how many rows belong to forgotten records (-inf: never a result)."""
+    and how many rows belong to forgotten records (-inf: never a result).
+
+    The product is taken with the query scaled to unit length, then divided by
+    the rows' norms in place: no temporary as long as the scores but the scores.
+    Rows whose norm cannot be divided by (``_odd_rows``) are then set apart: +inf
+    (unknown: the exact pass decides) or 0 (a row of zeros, as ``cosine()`` says).
+    """
     np = np_module()
-    query32 = query64.astype(np.float32)
-    query_norm = float(np.sqrt(np.dot(query32, query32)))
-    approx = np.asarray(cached.matrix @ query32, dtype=np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        approx /= cached.norms * np.float32(query_norm)
-    approx[cached.norms == 0] = 0.0  # cosine() gives 0 for an all-zero vector
-    approx[~np.isfinite(approx)] = np.inf  # unknown: let the exact pass decide
+    query_norm = math.sqrt(float(np.dot(query64, query64)))
+    if QUERY_NORM_RANGE[0] <= query_norm <= QUERY_NORM_RANGE[1]:
+        unit = (query64 / query_norm).astype(np.float32)
+        approx = np.asarray(cached.matrix @ unit, dtype=np.float32)
+        with np.errstate(all="ignore"):
+            np.divide(approx, cached.norms, out=approx)
+    else:  # a query of zeros (cosine 0 with every row), or of extreme values
+        approx = np.full(len(cached.norms), np.inf, dtype=np.float32)
+    odd, zeros = _odd_rows(cached)
+    approx[odd] = np.inf
+    approx[zeros] = 0.0
     removed = 0
     if cached.removed is not None and len(cached.removed):
         approx[cached.removed] = -np.inf  # rows of forgotten records: zeros, never a result
         removed = len(cached.removed)
     return approx, removed
+
+
+def _odd_rows(cached: Any) -> tuple[Any, Any]:
+    """The rows of ``cached`` whose stored norm is outside ``NORM_RANGE`` (or not a
+    number), as two arrays: rows with a value other than 0, and rows of zeros.
+
+    A float32 norm of tiny values underflows (to 0 for a row that is not all
+    zeros), and one of huge values overflows: a score divided by it would be
+    wrong beyond the rounding bound. Found once per matrix: a forget only zeroes
+    rows that the lane then sets to -inf.
+    """
+    held = cached.odd_rows
+    if held is None:
+        np = np_module()
+        norms = cached.norms
+        with np.errstate(invalid="ignore"):
+            rows = np.flatnonzero(~((norms >= NORM_RANGE[0]) & (norms <= NORM_RANGE[1])))
+        nonzero = np.asarray(cached.matrix[rows]).any(axis=1) if len(rows) else rows > 0
+        held = (rows[nonzero], rows[~nonzero])
+        cached.odd_rows = held
+    return held
 
 
 def _dropped(
@@ -202,66 +243,149 @@ def _best_rows(
 ) -> tuple[list[tuple[int, float]], dict[int, tuple[str | None, str | None]]]:
     """Best-first over the approximate scores until no unseen row can reach the pool.
 
-    Rows are taken in chunks by approximate score, scored exactly, and the
+    Rows are taken in rounds by approximate score, scored exactly, and the
     best ``pool_size`` are checked against the records table (live, in scope,
-    with their dates). The loop stops once the best unseen approximate score,
-    plus the rounding bound, is below the pool's last exact score (or below 0).
+    with their dates). A round takes every row down to a limit: twice the
+    rounding bound below the ``take``-th best approximate score, so that the
+    rows tied at the pool's edge come in together; the rows left, all below
+    the limit, are the unseen ones. The loop stops once the limit, plus the
+    rounding bound, is below the pool's last exact score (or once the limit
+    is at or below the bound under 0: no unseen row can have a positive cosine).
     """
     np = np_module()
-    work = approx.copy()
-    n = len(work)
-    scored: list[tuple[float, int]] = []  # (-cosine, record id), positive cosines only
+    n = len(approx)
+    ids = cached.ids
+    floor = np.float32(-bound)  # every row whose cosine can still be positive is at or above it
+    if float(floor) > -bound:
+        floor = np.nextafter(floor, np.float32(-np.inf))
+    negated = np.zeros(0, dtype=np.float64)  # -cosine of the scored rows (positive ones only)
+    scored_ids = np.zeros(0, dtype=ids.dtype)  # in the same order: best first, then by id
     dates: dict[int, tuple[str | None, str | None]] = {}
     missing: set[int] = set()
     query_sq = float(np.cumsum(query64 * query64)[-1])  # in order, as cosine() sums it
     take = min(n, pool_size + 32)
+    seen: Any = None  # rows at or above this limit have been scored (None: none yet)
     top: list[tuple[float, int]] = []
     while True:
-        left = int(np.count_nonzero(work > -np.inf)) if take >= n else n
-        if take < left:
-            rows = np.argpartition(work, n - take)[n - take :]
-        else:
-            rows = np.flatnonzero(work > -np.inf)
-        rows = rows[work[rows] >= -bound]  # a cosine that can still be positive
-        work[rows] = -np.inf
+        limit, rows = _next_rows(approx, take, bound, floor, seen)
+        seen = limit
         if len(rows):
             cosines = _exact_cosines(cached.matrix, rows, query64, query_sq)
             positive = cosines > 0
-            scored.extend(
-                zip((-cosines[positive]).tolist(), cached.ids[rows[positive]].tolist(), strict=True)
-            )
-            scored.sort()
+            negated = np.concatenate([negated, -cosines[positive]])
+            scored_ids = np.concatenate([scored_ids, ids[rows[positive]]])
+            order = np.lexsort((scored_ids, negated))
+            negated, scored_ids = negated[order], scored_ids[order]
         while True:  # the best pool_size scored rows, each confirmed live and in scope
-            top = [entry for entry in scored if entry[1] not in missing][:pool_size]
-            unknown = sorted(i for _, i in top if i not in dates)
+            keep = slice(None)
+            if missing:
+                keep = ~np.isin(scored_ids, np.fromiter(missing, dtype=scored_ids.dtype))
+            top_ids = scored_ids[keep][:pool_size].tolist()
+            top = list(zip(negated[keep][:pool_size].tolist(), top_ids, strict=True))
+            unknown = sorted(set(top_ids).difference(dates))
             if not unknown:
                 break
             found = dates_of(store, unknown, filters)
             dates.update(found)
-            missing.update(i for i in unknown if i not in found)
-        rest = float(work.max()) if n else -np.inf
-        if rest < -bound:
+            missing.update(set(unknown).difference(found))
+        # Every unseen row is below ``limit``: its cosine is below ``limit + bound``.
+        if float(limit) <= -bound:
             break  # no unseen row can have a positive cosine
-        if len(top) >= pool_size and rest + bound < -top[-1][0]:
+        if len(top) >= pool_size and float(limit) + bound < -top[-1][0]:
             break  # no unseen row can reach (or tie) the pool's last score
         take = min(n, take * 4)
     return [(record_id, -neg) for neg, record_id in top], dates
 
 
+def _next_rows(approx: Any, take: int, bound: float, floor: Any, seen: Any) -> tuple[Any, Any]:
+    """A round of ``_best_rows``: its limit, and the rows at or above it not yet seen
+    (below ``seen``, the last round's limit; None in the first round).
+
+    The limit is twice the bound below the ``take``-th best approximate score, or
+    ``floor`` when that is lower. The first round looks for that score among the
+    rows above a line drawn from a sample of every ``step``-th score (a pass over
+    the scores and a selection among a few hundred), and falls back to a selection
+    over every score, on the negated scores in place (quick even when most rows
+    share one score, where the ascending selection is not).
+    """
+    np = np_module()
+    n = len(approx)
+    if take >= n:
+        candidates = None
+        limit = floor
+    else:
+        candidates, kth = _sampled_kth(approx, take) if seen is None else (None, None)
+        if kth is None:
+            scratch = np.negative(approx)
+            scratch.partition(take - 1)
+            kth = -float(scratch[take - 1])
+        limit = floor
+        if kth - 2.0 * bound > float(floor):
+            limit = np.nextafter(np.float32(kth - 2.0 * bound), np.float32(-np.inf))
+    if candidates is not None:
+        line, among = candidates
+        if limit >= line:  # every row at or above the limit is among the candidates
+            return limit, among[approx[among] >= limit]
+    fresh = approx >= limit
+    if seen is not None:
+        fresh &= approx < seen
+    return limit, np.flatnonzero(fresh)
+
+
+def _sampled_kth(approx: Any, take: int) -> tuple[Any, float | None]:
+    """``((line, rows at or above it), take-th best score)`` when a line drawn from a
+    sample has at least ``take`` rows above it, and not more than a quarter of them."""
+    np = np_module()
+    n = len(approx)
+    step = n // (32 * take)
+    if step < 4:
+        return None, None
+    sample = approx[::step]
+    pick = 2 * -(-take // step) + 4  # about twice take rows expected at or above the line
+    line = -np.partition(np.negative(sample), pick - 1)[pick - 1]
+    among = np.flatnonzero(approx >= line)
+    if not take <= len(among) <= n // 4:
+        return None, None
+    scores = np.negative(approx[among])
+    scores.partition(take - 1)
+    return (line, among), -float(scores[take - 1])
+
+
+EXACT_CHUNK_VALUES = 16_384
+"""Values scored exactly at a time (whole rows, one row at least): a chunk's float64
+arrays (128 KB each) come from memory the allocator already holds, where a copy of
+every row at once is fresh memory, faulted in page by page at each search."""
+
+
 def _exact_cosines(matrix: Any, rows: Any, query64: Any, query_sq: float) -> Any:
     """``cosine(query, row)`` for each row, bit for bit as ``cosine()`` computes it.
 
-    float64 products summed in order: a reduction over the first axis of the
-    transposed rows adds them one position at a time, as the plain loop does.
+    ``cosine()`` adds its float64 products one position at a time, from the
+    first. ``np.cumsum`` along a row does the same (an accumulation is strictly
+    sequential, where ``np.sum`` would add in pairs), so its last column is the
+    plain loop's sum; ``+ 0.0`` gives the loop's ``0.0`` where every product is
+    ``-0.0``. The rows are read a chunk at a time, in place (no transposed copy).
     """
     np = np_module()
-    values = np.ascontiguousarray(np.asarray(matrix[rows], dtype=np.float64).T)
-    dots = np.add.reduce(values * query64[:, None], axis=0)
-    squares = np.add.reduce(values * values, axis=0)
     out = np.zeros(len(rows), dtype=np.float64)
-    nonzero = squares != 0.0
-    if query_sq != 0.0:
-        out[nonzero] = dots[nonzero] / (math.sqrt(query_sq) * np.sqrt(squares[nonzero]))
+    if query_sq == 0.0:
+        return out
+    query_norm = math.sqrt(query_sq)
+    rows_of = np.asarray(matrix)  # a plain view of a memory map: quicker to index
+    step = max(1, EXACT_CHUNK_VALUES // max(1, len(query64)))
+    for start in range(0, len(rows), step):
+        chunk = rows[start : start + step]
+        values = rows_of[chunk].astype(np.float64)
+        products = values * values
+        np.cumsum(products, axis=1, out=products)
+        squares = products[:, -1] + 0.0
+        np.multiply(values, query64, out=values)
+        np.cumsum(values, axis=1, out=values)
+        dots = values[:, -1] + 0.0
+        nonzero = squares != 0.0
+        out[start : start + len(chunk)][nonzero] = dots[nonzero] / (
+            query_norm * np.sqrt(squares[nonzero])
+        )
     return out
 
 
