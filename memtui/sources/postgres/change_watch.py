@@ -5,15 +5,15 @@ in its header; a Postgres store's change probe (``ChangeFeed.probe``: counts, th
 latest ``updated_at``, the expiries' digest) reads the whole table: 0.3 s of a
 server core at a million items, which an idle inspector would then spend every
 second on a production database. ``ChangeWatch`` keeps the last probe's answer and
-runs it again only
+runs a probe that costs more than ``CHEAP_SECONDS`` again only
 
 - when at least ``cost / PROBE_SHARE`` seconds have passed since it last ran (the
   probe takes at most that share of one server core), and
-- for a probe that costs more than ``CHEAP_SECONDS``, only when the server's own
-  write counters for the schema (``pg_stat_user_tables``: rows inserted, updated,
-  deleted) moved since, or ``SAFETY_SECONDS`` passed (the counters reach the
-  statistics some time after a commit, up to about 10 s; statistics can be off
-  or reset: the probe still runs that often).
+- then only when the server's own write counters for the schema
+  (``pg_stat_user_tables``: rows inserted, updated, deleted) moved since, or
+  ``SAFETY_SECONDS`` passed (the counters reach the statistics some time after a
+  commit, up to about 10 s; statistics can be off or reset: the probe still runs
+  that often).
 
 A cheap probe (a small store) runs every time it is asked, as before.
 """
@@ -50,10 +50,13 @@ class ChangeWatch:
         probe: Callable[[], Any],
         counters: Callable[[], Any],
         clock: Callable[[], float] = time.monotonic,
+        cheap_seconds: float = CHEAP_SECONDS,
     ) -> None:
         self.probe = probe
         self.counters = counters
         self.clock = clock
+        self.cheap_seconds = cheap_seconds
+        """A probe up to this long runs whenever it is asked."""
         self.probes = 0
         """How many times the probe ran."""
         self._last: _Probed | None = None
@@ -61,11 +64,11 @@ class ChangeWatch:
     def version(self) -> Any:
         last = self._last
         now = self.clock()
-        if last is not None:
+        if last is not None and last.cost > self.cheap_seconds:
             elapsed = now - last.at
             if elapsed < last.cost / PROBE_SHARE:
                 return last.version
-            if last.cost > CHEAP_SECONDS and elapsed < SAFETY_SECONDS:
+            if elapsed < SAFETY_SECONDS:
                 counters = self.counters()
                 if counters == last.counters:
                     return last.version
