@@ -267,8 +267,7 @@ class SourceIndex:
             _remove_file(building)  # half written (no journal): never opened again
             raise
         os.replace(building, self.path)
-        for suffix in ("-wal", "-shm"):
-            Path(str(building) + suffix).unlink(missing_ok=True)
+        _remove_file(building)  # what is left of it beside the moved file
         self._store = self._open(self.path)
         if progress:
             progress(total * 2, total * 2)

@@ -474,19 +474,19 @@ class LangGraphFeed:
 
     @staticmethod
     def _built_row(row: Sequence[Any]) -> CacheRow:
-        record_id, prefix, flat, content, expires, key_hash = row
-        if not flat:
-            value, problem = parse_value(content)
-            content = FIELD_SEPARATOR.join(text_fields(value)) if problem is None else str(value)
+        """A build's row as an index row (``_built_values``' fields)."""
+        record_id, content, tier, record_type, _hidden, expires, prefix, key_hash = (
+            LangGraphFeed._built_values(row)
+        )
         return CacheRow(
             source_id=record_id,
-            tier=prefix.split(".", 1)[0] if prefix else "",
-            record_type="item",
-            content=content or "",
+            tier=tier,
+            record_type=record_type,
+            content=content,
             scope={"namespace": prefix},
             hidden=False,
-            expires_at=format_timestamp(expires) if expires is not None else None,
-            key_hash=int(key_hash),
+            expires_at=expires,
+            key_hash=key_hash,
         )
 
     def build_values(self, scope_keys: Sequence[str]) -> list[tuple[Any, ...]] | None:
@@ -500,7 +500,8 @@ class LangGraphFeed:
 
     @staticmethod
     def _built_values(row: Sequence[Any]) -> tuple[Any, ...]:
-        """``_built_row``'s fields, in the order the index writes them."""
+        """A build's row (``_build_select``'s) as the index writes it (``row_values``' order,
+        the key hash last): a nested value's text decoded here."""
         record_id, prefix, flat, content, expires, key_hash = row
         if not flat:
             value, problem = parse_value(content)

@@ -305,6 +305,9 @@ def test_a_build_holds_what_the_rows_read_one_by_one_give(pg_url):
             for n, (row,) in enumerate(one_by_one, start=1)
         ]
         assert built == expected
+        # the row-by-row build's read (``CacheRow``s, as other index kinds load) gives the same
+        streamed = [(*index.row_values(r), r.key_hash) for r in source.feed.changed_rows(None)]
+        assert sorted(streamed) == [row[1:] for row in built]
         assert any(row[6] is not None for row in built)  # the TTL items' expiries
         for cache_id, source_id, content, *_ in built:
             words = [w for w in content.split() if w.isalpha()][:1]
