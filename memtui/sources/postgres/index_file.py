@@ -199,48 +199,80 @@ class PostgresIndex(ForeignIndex):
 
     def upsert(self, rows: Sequence[CacheRow]) -> int:
         """Write these rows (new ones appended, changed ones rewritten); returns how many
-        were written (a row that holds the same already is left alone)."""
+        were written (a row that holds the same already is left alone).
+
+        New rows and new contents go through a temporary table, each kind in one
+        statement and in rowid order: the full-text index then buffers the whole write
+        and adds one segment, where a statement per row (each in its own savepoint) made
+        it write a segment per row and merge them."""
         if not rows:
             return 0
+        columns = "source_id, content, tier, record_type, refuted, expires_at" + "".join(
+            f", {scope_column(k)}" for k in self.scope_keys
+        )
         held = {
-            r[0]: tuple(r[1:])
+            r[0]: (r[1], tuple(r[2:]))
             for start in range(0, len(rows), 500)
             for r in self.query(
-                "SELECT source_id, content, tier, record_type, refuted, expires_at"
-                + "".join(f", {scope_column(k)}" for k in self.scope_keys)
-                + " FROM records WHERE source_id IN (SELECT value FROM json_each(?))",
+                f"SELECT source_id, id, {columns.removeprefix('source_id, ')} FROM records "
+                "WHERE source_id IN (SELECT value FROM json_each(?))",
                 (json.dumps([row.source_id for row in rows[start : start + 500]]),),
             )
         }
-        columns = "".join(f", {scope_column(key)}" for key in self.scope_keys)
-        marks = ", ?" * len(self.scope_keys)
-        insert = (
-            "INSERT INTO records (source_id, created_at, content, tier, record_type, refuted, "
-            f"expires_at{columns}) VALUES (?, ?, ?, ?, ?, ?, ?{marks})"
-        )
-        update = (
-            "UPDATE records SET tier = ?, record_type = ?, refuted = ?, expires_at = ?"
-            f"{self._scope_assignments()} WHERE source_id = ?"
-        )
-        now = self.now_text()
         inserts: list[tuple[Any, ...]] = []
-        updates: list[tuple[Any, ...]] = []
-        contents: list[tuple[str, str]] = []
+        states: list[tuple[Any, ...]] = []
+        contents: list[tuple[int, str]] = []
         for row in rows:
             state = self._state_params(row)
+            content = row.content or ""
             current = held.get(row.source_id)
             if current is None:
-                inserts.append((row.source_id, now, row.content or "", *state))
-            elif current != (row.content or "", *state):
-                updates.append((*state, row.source_id))
-                if current[0] != (row.content or ""):
-                    contents.append((row.content or "", row.source_id))
+                inserts.append((row.source_id, content, *state))
+                continue
+            record_id, (held_content, *held_state) = current
+            if tuple(held_state) != state:
+                states.append((*state, record_id))
+            if held_content != content:
+                contents.append((record_id, content))
+        states.sort(key=lambda params: int(params[-1]))  # by rowid, as the contents
+        written = len(inserts) + len({r[-1] for r in states} | {r[0] for r in contents})
+        if not written:
+            with self.write() as conn:
+                self._write_hashes(conn, rows)
+            return 0
         with self.write() as conn:
-            conn.executemany(insert, inserts)
-            conn.executemany(update, updates)
-            conn.executemany("UPDATE records SET content = ? WHERE source_id = ?", contents)
+            conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS upsert_new AS "
+                f"SELECT {columns} FROM records WHERE 0"
+            )
+            conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS upsert_content "
+                "(id INTEGER PRIMARY KEY, content TEXT)"
+            )
+            marks = ", ".join("?" * (6 + len(self.scope_keys)))
+            conn.executemany(f"INSERT INTO temp.upsert_new ({columns}) VALUES ({marks})", inserts)
+            conn.execute(
+                f"INSERT INTO records (created_at, {columns}) SELECT ?, {columns} "
+                "FROM temp.upsert_new ORDER BY rowid",
+                (self.now_text(),),
+            )
+            conn.executemany(
+                "UPDATE records SET tier = ?, record_type = ?, refuted = ?, expires_at = ?"
+                f"{self._scope_assignments()} WHERE id = ?",
+                states,
+            )
+            conn.executemany(
+                "INSERT INTO temp.upsert_content (id, content) VALUES (?, ?)", contents
+            )
+            conn.execute(
+                "UPDATE records SET content = "
+                "(SELECT u.content FROM temp.upsert_content AS u WHERE u.id = records.id) "
+                "WHERE id IN (SELECT id FROM temp.upsert_content)"
+            )
+            conn.execute("DELETE FROM temp.upsert_new")
+            conn.execute("DELETE FROM temp.upsert_content")
             self._write_hashes(conn, rows)
-        return len(inserts) + len(updates)
+        return written
 
     def remove(self, source_ids: Iterable[str]) -> int:
         """Delete these rows (their postings, vectors and key hashes with them), then one
@@ -251,10 +283,18 @@ class PostgresIndex(ForeignIndex):
             return 0
         removed = 0
         with self.write() as conn:
-            for start in range(0, len(ids), 500):
-                removed += conn.execute(
-                    "DELETE FROM records WHERE source_id IN (SELECT value FROM json_each(?))",
+            record_ids = sorted(  # in rowid order, as ``upsert`` writes
+                r[0]
+                for start in range(0, len(ids), 500)
+                for r in conn.execute(
+                    "SELECT id FROM records WHERE source_id IN (SELECT value FROM json_each(?))",
                     (json.dumps(ids[start : start + 500]),),
+                )
+            )
+            for start in range(0, len(record_ids), 500):
+                removed += conn.execute(
+                    "DELETE FROM records WHERE id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(record_ids[start : start + 500]),),
                 ).rowcount
             conn.execute(
                 f"INSERT INTO {FTS_TABLE}({FTS_TABLE}, rank) VALUES ('merge', ?)", (MERGE_PAGES,)

@@ -10,7 +10,10 @@ reads those rows, not the store:
   latest ``updated_at``, a digest of the expiries) differs from the one the index
   recorded. It reads the rows with ``updated_at`` after the mark less
   ``LAG_SECONDS`` (a transaction that began before the mark and committed after it
-  is still read), writes those that differ, then the new mark;
+  is still read), writes those that differ, then the new mark. A feed with
+  ``probe_changed`` reads those rows' keys in the probe's own scan, and the rows by
+  key (up to ``BY_KEY``); its writes leave their checkpoint to run beside the next
+  probe (``_checkpoint_beside``);
 - deletions (the agent's own, its TTL sweeper's): when the rows the index will
   hold are not the store's count, the store's key hashes are compared with the
   index's, per fine bucket and then per full hash where a bucket differs, and only
@@ -26,11 +29,13 @@ The index keeps, as it is written (by triggers, so that every path that writes
 it keeps them), the rows per fine bucket of its key hashes and the count and sums
 of its expiries: a refresh reads neither from every row.
 
-What a refresh costs on the server is one scan of the table for the changed rows
-(LangGraph has no index on ``updated_at``) and, after deletions, one scan that
-hashes the keys (in parallel workers) and a lookup by primary key of the index's
-ids of the hashes that differ; what it transfers is the changed rows, 4 bytes per
-row of the store and those ids. ``last_sync`` says what the last one read.
+What a refresh costs on the server is the probe's scan (LangGraph has no index on
+``updated_at``; without ``probe_changed``, one more scan for the changed rows), a
+lookup by primary key of the changed rows and, after deletions, one scan that
+hashes the keys (in parallel workers, on the source's second connection) and a
+lookup by primary key of the index's ids of the hashes that differ; what it
+transfers is the changed rows, 4 bytes per row of the store and those ids.
+``last_sync`` says what the last one read.
 
 The index holds content only (the keyword lane): vectors stay in the database and
 ``PostgresIndex.database_vector_lane`` asks the store for the vector lane.
@@ -38,10 +43,11 @@ The index holds content only (the keyword lane): vectors stay in the database an
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -62,6 +68,9 @@ from memtui.sources.postgres.key_buckets import (
 )
 from memtui.sources.shapes import Progress
 
+BY_KEY = 10_000
+"""The most changed rows a refresh reads by key (from the probe's keys); beyond, one scan
+by ``updated_at`` reads them."""
 LAG_SECONDS = 2.0
 """How far before the mark a refresh reads again: a writer's transaction that began before
 the mark (its ``updated_at``) and committed after it is read by the next refresh."""
@@ -75,6 +84,9 @@ class StoreProbe:
     rows: int
     latest: str | None
     expiries: Any = None
+    changed: tuple[str, ...] | None = None
+    """The ids of the rows updated after the mark less the lag, when the probe read them
+    (``probe_changed``); not part of the fingerprint."""
 
     def to_json(self) -> list[Any]:
         return [self.rows, self.latest, self.expiries]
@@ -165,6 +177,7 @@ class SyncedIndex(SourceIndex):
         self._mark: str | None = None
         self._at = ""
         self._counted = 0
+        self._checkpoint_due = False
         self.on_open: Callable[[PostgresIndex], None] | None = None
         """Called with every index file opened (the source sets its vector lane)."""
         super().__init__(
@@ -222,24 +235,44 @@ class SyncedIndex(SourceIndex):
 
     def store(self, progress: Progress | None = None) -> ForeignIndex:
         """The index: built when missing (or of another format), refreshed when the store's
-        probe moved on since it was last brought up to date."""
-        probe = self.feed.probe()
-        fingerprint = fingerprint_text(probe.to_json())
+        probe moved on since it was last brought up to date. A feed with
+        ``probe_changed`` reads the changed rows' keys in the probe's own scan."""
         if self._store is None and self.path.exists():
             try:
                 self._store = self._open(self.path)
             except Exception:
                 self.discard()
         index = self._store
+        meta = index.meta() if isinstance(index, PostgresIndex) else {}
+        probe_changed = getattr(self.feed, "probe_changed", None)
+        at = None
+        with self._checkpoint_beside(index):
+            if meta.get("sync_mark") and probe_changed is not None:
+                at = self.feed.database_now()  # before the probe's snapshot: the next mark
+                probe = probe_changed(_minus_lag(meta["sync_mark"]))
+            else:
+                probe = self.feed.probe()
+        fingerprint = fingerprint_text(probe.to_json())
         if isinstance(index, PostgresIndex):
-            meta = index.meta()
             if meta.get("source_fingerprint") == fingerprint:
                 return index
-            if meta.get("sync_mark") and self._refresh(index, meta, probe, fingerprint):
+            if meta.get("sync_mark") and self._refresh(index, meta, probe, fingerprint, at):
                 return index
         self._build(probe, fingerprint, progress)
         assert self._store is not None
         return self._store
+
+    @contextlib.contextmanager
+    def _checkpoint_beside(self, index: ForeignIndex | None) -> Iterator[None]:
+        """The last refresh's checkpoint (its writes left in the WAL: ``_refresh``), in a
+        thread while the block waits on the database, so that no refresh waits for one."""
+        if not self._checkpoint_due or index is None:
+            yield
+            return
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memtui-checkpoint") as pool:
+            done = pool.submit(index.checkpoint)
+            yield
+            self._checkpoint_due = not done.result()
 
     def _build(self, probe: StoreProbe, fingerprint: str, progress: Progress | None) -> None:
         started = time.perf_counter()
@@ -262,31 +295,66 @@ class SyncedIndex(SourceIndex):
         )
 
     def _refresh(
-        self, index: PostgresIndex, meta: Mapping[str, str], probe: StoreProbe, fingerprint: str
+        self,
+        index: PostgresIndex,
+        meta: Mapping[str, str],
+        probe: StoreProbe,
+        fingerprint: str,
+        at: str | None = None,
     ) -> bool:
         """Bring the index up to date by what changed; False when it had better be built
         again (most of its rows are in key-hash buckets that differ from the store's).
+        ``at``: the database's clock before ``probe`` was read, when the probe holds the
+        changed rows' keys (``StoreProbe.changed``): those rows are then read by key
+        (up to ``BY_KEY``), not by another scan.
 
         When the rows the index will hold after writing the changed ones are not the
         store's count, rows were deleted (or the window missed some): the store then
-        sends its key hashes from a thread while the changed rows are written here, the
-        server's scan and the index's writes at once. No caller holds the source's
-        connection lock across a refresh (it is taken per query), or that thread would
-        wait on it."""
+        sends its key hashes from a thread, on the source's second connection, while
+        the changed rows are read and written here. When the store holds fewer rows
+        than the index, that read starts first (rows were deleted whatever changed).
+        The comparison does not depend on which read saw the store first: whatever it
+        finds missing is looked up by key before it is removed."""
         started = time.perf_counter()
+        with index.autocheckpoint_off():
+            done = self._catch_up(index, meta, probe, fingerprint, at)
+        self._checkpoint_due = True
+        if done is not None:
+            done.seconds = time.perf_counter() - started
+            self.last_sync = done
+        return done is not None
+
+    def _catch_up(
+        self,
+        index: PostgresIndex,
+        meta: Mapping[str, str],
+        probe: StoreProbe,
+        fingerprint: str,
+        at: str | None,
+    ) -> SyncReport | None:
+        """``_refresh``'s work; its report, None when the index had better be built again."""
         feed = self.feed
-        at = feed.database_now()
-        mark = self._next_mark(at)
-        changed = list(feed.changed_rows(_minus_lag(meta["sync_mark"])))
-        report = SyncReport(action="refreshed", at=at, rows_read=len(changed))
-        after = index.hashed_count() + len(changed) - index.held(r.source_id for r in changed)
+        held = index.hashed_count()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="memtui-pg-hashes") as pool:
-            hashing = pool.submit(feed.buckets.hashes) if after != probe.rows else None
+            # fewer rows than the index holds: rows were deleted, whatever the changed ones
+            hashing = pool.submit(feed.buckets.hashes) if probe.rows < held else None
+            if at is None or probe.changed is None or len(probe.changed) > BY_KEY:
+                at = feed.database_now()
+                changed = list(feed.changed_rows(_minus_lag(meta["sync_mark"])))
+            else:
+                changed = feed.rows_by_id(sorted(probe.changed))
+            mark = self._next_mark(at)
+            report = SyncReport(action="refreshed", at=at, rows_read=len(changed))
+            after = held + len(changed) - index.held(r.source_id for r in changed)
+            if hashing is None and after != probe.rows:
+                hashing = pool.submit(feed.buckets.hashes)
             report.written = index.upsert(changed)
             if hashing is None and index.hashed_count() != probe.rows:
                 hashing = pool.submit(feed.buckets.hashes)
-            if hashing is not None and not self._find_deletions(index, report, hashing.result()):
-                return False
+            if hashing is not None:
+                local = index.bucket_counts()  # while the store's hashes are on their way
+                if not self._find_deletions(index, report, local, hashing.result()):
+                    return None
         if json.dumps(probe.expiries) != meta.get("sync_expiries"):
             self._sync_expiries(index, probe, meta["sync_mark"], report)
         index.set_meta(
@@ -297,21 +365,19 @@ class SyncedIndex(SourceIndex):
                 "refreshed_at": at,
             }
         )
-        index.checkpoint()
-        report.seconds = time.perf_counter() - started
-        self.last_sync = report
-        return True
+        return report
 
-    def _find_deletions(self, index: PostgresIndex, report: SyncReport, store_hashes: Any) -> bool:
+    def _find_deletions(
+        self, index: PostgresIndex, report: SyncReport, local: Any, store_hashes: Any
+    ) -> bool:
         """Compare the store's key hashes (``store_hashes``) with the index's: first the
         rows per fine bucket, then, in the buckets that differ, the rows per full hash.
         The index's ids of a hash the store holds fewer of are looked up in the store by
         key (its primary key: no scan); those it lacks are removed. Only a hash of which
         the store still holds more rows than the index (a row the refresh's window
-        missed) has its ids read by a scan."""
+        missed) has its ids read by a scan. ``local``: the index's rows per fine bucket."""
         feed = self.feed
         report.buckets_compared = FINE_BUCKETS
-        local = index.bucket_counts()
         differ = np.flatnonzero(fine_counts(store_hashes) != local)
         if not len(differ):
             return True

@@ -79,8 +79,11 @@ class StoreBuckets:
 
     def hashes(self) -> Any:
         """Every row's key hash (an int32 array, in no order): 4 bytes a row over the
-        wire (one ``bytea`` holds 256 million of them)."""
-        packed = self.reads.query(
+        wire (one ``bytea`` holds 256 million of them). Read on the source's second
+        connection where it has one (``side_query``), so that a refresh reads the
+        changed rows on the first meanwhile."""
+        read = getattr(self.reads, "side_query", self.reads.query)
+        packed = read(
             f"SELECT string_agg(int4send(({self.hash})), ''::bytea) FROM {self.table} AS t"
         )[0][0]
         if packed is None:

@@ -374,6 +374,10 @@ class LangGraphPostgresSource(LangGraphPostgresForget, PostgresSource):
         return reason
 
 
+PARALLEL_ARRAY_AGG = 160000
+"""The server version from which ``array_agg`` runs in parallel workers (Postgres 16)."""
+
+
 class LangGraphFeed:
     """What memtui's index asks a LangGraph ``PostgresStore`` (``ChangeFeed``)."""
 
@@ -386,16 +390,34 @@ class LangGraphFeed:
     def probe(self) -> StoreProbe:
         """Rows, the latest ``updated_at``, and the expiries' count and sum in
         microseconds (``PostgresIndex.expiry_digest`` computes the same on the index)."""
+        rows, latest, with_ttl, ttl_sum = self.source.query(self._probe_sql())[0]
+        return StoreProbe(rows=int(rows), latest=iso(latest), expiries=[int(with_ttl), ttl_sum])
+
+    def _probe_sql(self, also: str = "") -> str:
         source = self.source
         ttl = (
             ", count(expires_at), sum((extract(epoch FROM expires_at) * 1000000)::bigint)::text"
             if source._has_ttl()
             else ", 0, NULL"
         )
-        rows, latest, with_ttl, ttl_sum = source.query(
-            f"SELECT count(*), max(updated_at){ttl} FROM {source._store}"
+        return f"SELECT count(*), max(s.updated_at){ttl}{also} FROM {source._store} AS s"
+
+    def probe_changed(self, since: str) -> StoreProbe:
+        """``probe`` with the keys of the rows updated after ``since`` (``StoreProbe.changed``),
+        in the same scan. Postgres 16 aggregates arrays in parallel workers; before it
+        this is the plain probe, which they still run."""
+        if self.source.pg.raw.info.server_version < PARALLEL_ARRAY_AGG:
+            return self.probe()
+        rows, latest, with_ttl, ttl_sum, keys = self.source.query(
+            self._probe_sql(", array_agg(ARRAY[s.prefix, s.key]) FILTER (WHERE s.updated_at > %s)"),
+            [datetime.fromisoformat(since)],
         )[0]
-        return StoreProbe(rows=int(rows), latest=iso(latest), expiries=[int(with_ttl), ttl_sum])
+        return StoreProbe(
+            rows=int(rows),
+            latest=iso(latest),
+            expiries=[int(with_ttl), ttl_sum],
+            changed=tuple(encode_id(ID_PREFIX, prefix, key) for prefix, key in keys or ()),
+        )
 
     def database_now(self) -> str:
         moment = self.source.query("SELECT clock_timestamp()")[0][0]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -150,6 +151,8 @@ class PostgresSource(ForeignSource):
             cache_root=cache_root,
         )
         self.opened_files = []  # no file of the store's: ``path_changed`` asks the database
+        self._side: PgConnection | None = None
+        self._side_lock = threading.Lock()
         self._watch = ChangeWatch(self.fingerprint, self._write_counters)
 
     def record(self, row: Sequence[Any]) -> SourceRecord:
@@ -197,6 +200,29 @@ class PostgresSource(ForeignSource):
         with self._lock:
             return self.pg.query(sql, params)
 
+    def side_query(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
+    ) -> list[tuple[Any, ...]]:
+        """One read on a second, read-only connection (opened at its first use), so that a
+        long read (a refresh's key hashes) runs in the server beside this connection's;
+        on this connection when the second cannot be opened (the server's connection
+        limit reached)."""
+        with self._side_lock:
+            if self._side is None:
+                pg = self.pg
+                try:
+                    self._side = PgConnection(
+                        self.target,
+                        read_only=True,
+                        backoff=pg.backoff,
+                        sleep=pg.sleep,
+                        lock_timeout_ms=pg.lock_timeout_ms,
+                        statement_timeout_ms=pg.statement_timeout_ms,
+                    )
+                except SourceError:
+                    return self.query(sql, params)
+            return self._side.query(sql, params)
+
     def stream(self, statement: Statement, convert: Callable[[Sequence[Any]], T]) -> list[T]:
         """Every row of one read, through a server-side cursor in batches of
         ``STREAM_BATCH``, each turned by ``convert`` while the next is fetched
@@ -230,6 +256,10 @@ class PostgresSource(ForeignSource):
 
     def _close_connection(self) -> None:
         self.pg.close()
+        with self._side_lock:
+            if self._side is not None:
+                self._side.close()
+                self._side = None
 
     # -- what it is
 
