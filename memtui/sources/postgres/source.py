@@ -107,6 +107,12 @@ def default_audit_path(kind: str, key: str, dbname: str) -> Path:
     return folder / f"{kind}-{name}-{key}.memtui-audit.db"
 
 
+VACUUM_WARN_BYTES = 256 * 2**20
+"""Indexes this large make a forget's vacuum take seconds: the dialog says so."""
+VACUUM_WARN_DEAD = 1000
+"""Rows others deleted that the forget's vacuum also cleans, from which the dialog says so."""
+
+
 class PostgresSource(ForeignSource):
     """A memory store in a Postgres schema that memtui did not write."""
 
@@ -397,12 +403,38 @@ class PostgresSource(ForeignSource):
         return f"forget: {checked}; out of memtui's reach: {UNREACHABLE}"
 
     def forget_reach(self) -> str:
-        """The end of a forget's rule in the dialog: how it is purged and what it cannot
-        reach."""
+        """The end of a forget's rule in the dialog: how it is purged, what that costs
+        when the tables are large, and what it cannot reach."""
         return (
             "the tables are vacuumed, the freed space of the rows' blocks overwritten and "
             "those blocks read back (a TOASTed value: its table rewritten, VACUUM FULL). "
-            f"Not reached, not verified: {UNREACHABLE}."
+            f"{self.vacuum_cost()}Not reached, not verified: {UNREACHABLE}."
+        )
+
+    def vacuum_cost(self) -> str:
+        """What the forget's vacuum will read, when it is worth a warning: it reads every
+        index of the tables whole (pgvector's HNSW index three times) and also cleans
+        the rows others deleted since the last vacuum; '' for small tables."""
+        tables = [self.table(t) for t in self.forget_tables]
+        if not tables:
+            return ""
+        (index_bytes, dead) = self.query(
+            "SELECT coalesce(sum(pg_indexes_size(t::regclass)), 0), "
+            "coalesce(sum(s.n_dead_tup), 0) FROM unnest(%s::text[]) AS t "
+            "LEFT JOIN pg_catalog.pg_stat_user_tables AS s ON s.relid = t::regclass",
+            [tables],
+        )[0]
+        index_bytes, dead = int(index_bytes), int(dead)
+        if index_bytes < VACUUM_WARN_BYTES and dead < VACUUM_WARN_DEAD:
+            return ""
+        waiting = (
+            f"; {dead:,} rows deleted by others since the last vacuum are cleaned with it"
+            if dead >= VACUUM_WARN_DEAD
+            else ""
+        )
+        return (
+            f"The vacuum reads the tables' indexes whole ({index_bytes / 2**20:,.0f} MiB"
+            f"{waiting}): expect seconds at a million vectors, minutes with many such rows. "
         )
 
     def _purge_applied(self, applied: dict[str, Any]) -> tuple[dict[str, bool], dict[str, Any]]:

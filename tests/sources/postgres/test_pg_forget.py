@@ -361,3 +361,33 @@ def test_a_copy_of_the_text_in_another_item_is_named_and_not_verified(store_url,
     assert event["details"]["erasure"]["bytes_gone"] is True  # the live copy accounts for it
     assert any(step.startswith("ANALYZE store") for step in event["details"]["purge"])
     assert event["details"]["text_elsewhere"] == 1
+
+
+def test_the_dialog_warns_what_the_vacuum_will_read_when_it_is_large(store_url, monkeypatch):
+    """The vacuum reads the tables' indexes whole and cleans what others deleted: the
+    rule says so past a size or a number of such rows, with the figures, and not below."""
+    from memtui.sources.postgres import source as pg_source
+
+    record = lg_id("users.u1", "trip")
+    with opened(store_url) as source:
+        assert "The vacuum reads" not in source.forget_preview(record)["rule"]
+        monkeypatch.setattr(pg_source, "VACUUM_WARN_BYTES", 1)
+        rule = source.forget_preview(record)["rule"]
+        assert "The vacuum reads the tables' indexes whole (" in rule
+        assert "rows deleted by others" not in rule  # none waits
+        assert rule.index("The vacuum reads") < rule.index("Not reached, not verified")
+    with psycopg_connect(store_url) as conn:
+        conn.execute("DELETE FROM store_vectors WHERE prefix = 'users.u2'")
+        conn.execute("DELETE FROM store WHERE prefix = 'users.u2'")
+        conn.execute("SELECT pg_stat_force_next_flush()")
+    monkeypatch.setattr(pg_source, "VACUUM_WARN_BYTES", 2**62)
+    monkeypatch.setattr(pg_source, "VACUUM_WARN_DEAD", 2)
+    with opened(store_url) as source:
+        rule = source.forget_preview(record)["rule"]
+        assert "rows deleted by others since the last vacuum are cleaned with it" in rule
+
+
+def psycopg_connect(url: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
