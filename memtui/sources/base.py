@@ -184,6 +184,11 @@ class MemorySource(ABC):
             values.update(str(v) for v in facet.scopes.get(key, {}))
         return sorted(values)
 
+    def reread(self) -> None:  # noqa: B027 - optional hook
+        """Drop whatever reads are kept between the store's changes, so that the next
+        ones ask the store afresh (the app's F5, a change made here). Most sources keep
+        none, or key what they keep on an exact change counter; no I/O here."""
+
     def summary(self) -> SourceSummary:
         """Counts (records, hidden, erasure gaps...) and notes for a header line."""
         total = sum(f.count for f in self.facets(include_hidden=True))

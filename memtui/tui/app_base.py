@@ -226,6 +226,7 @@ class AppBase(App[None]):
     def refresh_views(self) -> None:
         """After a change: recount and reload every tab, re-run the search, and read the
         source's notes again (a foreign store's counts and erasure gaps are in them)."""
+        self.source.reread()
         for tab, _ in TABS:
             pane = self.mounted_pane(tab)
             if pane is not None:

@@ -20,6 +20,7 @@ A cheap probe (a small store) runs every time it is asked, as before.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,8 +61,19 @@ class ChangeWatch:
         self.probes = 0
         """How many times the probe ran."""
         self._last: _Probed | None = None
+        self._lock = threading.Lock()
+
+    def expire(self) -> None:
+        """The next ``version`` runs the probe, whatever it costs."""
+        self._last = None
 
     def version(self) -> Any:
+        """The probe's answer, run again or kept (the module docstring says when); callers
+        at once wait for one probe."""
+        with self._lock:
+            return self._version()
+
+    def _version(self) -> Any:
         last = self._last
         now = self.clock()
         if last is not None and last.cost > self.cheap_seconds:

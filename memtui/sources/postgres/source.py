@@ -56,6 +56,7 @@ from memtui.sources.postgres.index_file import PostgresIndex
 from memtui.sources.postgres.index_sync import ChangeFeed, SyncedIndex
 from memtui.sources.postgres.page_purge import PagePurge
 from memtui.sources.postgres.prefetch import prefetched
+from memtui.sources.postgres.prefix_counts import KeptReads
 from memtui.sources.postgres.url import PgTarget, quote_identifier
 
 T = TypeVar("T")
@@ -160,6 +161,8 @@ class PostgresSource(ForeignSource):
         self._side: PgConnection | None = None
         self._side_lock = threading.Lock()
         self._watch = ChangeWatch(self.fingerprint, self._write_counters)
+        self.kept = KeptReads(self.data_version)
+        """Whole-table reads (counts) kept until the store changes (``reread``)."""
 
     def record(self, row: Sequence[Any]) -> SourceRecord:
         """The kind's record for one row of its ``select``."""
@@ -351,6 +354,12 @@ class PostgresSource(ForeignSource):
         second."""
         return self._watch.version()
 
+    def reread(self) -> None:
+        """The next reads ask the store afresh: its change probe runs again when next
+        asked (not here: the app calls this on its UI thread) and the kept counts go."""
+        self._watch.expire()
+        self.kept.clear()
+
     def _write_counters(self) -> tuple[int, ...]:
         return tuple(int(n) for n in self.query(write_counters_sql(), [self.schema])[0])
 
@@ -441,6 +450,7 @@ class PostgresSource(ForeignSource):
         """Vacuum the changed tables and check the forgotten texts (``probes``: their UTF-8
         bytes) and vectors (``vector_probes``) are gone; the remark says how (a rewrite,
         a scan that could not run)."""
+        self.reread()  # the forget's deletions are committed: counts kept before are not
         texts = [bytes(p).decode("utf-8", "replace") for p in applied.get("probes", [])]
         vectors = list(applied.get("vector_probes", []))
         pages = applied["pages"]  # a kind's forget notes its rows' blocks (note_blocks)

@@ -38,5 +38,11 @@ async def test_the_app_browses_and_sees_an_agents_writes(pg_server, lg_store):
             assert app.external_changes == 1
             text = screen_text(app)
             assert "live: 1 new since open" in text and "34 live records" in text
+            # F5 has the source read afresh: the counts it keeps between changes go
+            rereads = []
+            source.reread = lambda: rereads.append(1)
+            await pilot.press("f5")
+            await settle(pilot)
+            assert rereads == [1]
     finally:
         source.close()

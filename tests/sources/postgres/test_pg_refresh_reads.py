@@ -11,7 +11,8 @@ import pytest
 from conftest import fixed_clock
 
 from memtui.sources import open_source
-from memtui.sources.postgres import index_sync, langgraph
+from memtui.sources.postgres import index_sync
+from memtui.sources.postgres import langgraph_feed as langgraph
 
 from .support import open_library
 
