@@ -171,7 +171,17 @@ class SyncReport:
 class SyncedIndex(SourceIndex):
     """The index of one Postgres store: built once, then refreshed by what changed."""
 
-    def __init__(self, *, feed: ChangeFeed, anchor: Path, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        feed: ChangeFeed,
+        anchor: Path,
+        fingerprint: Callable[[], str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """``fingerprint``: what ``status`` compares with the recorded probe (the source's
+        paced probe, so that a status line does not scan the store each time it is
+        drawn); ``store`` always probes afresh."""
         self.feed = feed
         self.last_sync: SyncReport | None = None
         self._mark: str | None = None
@@ -182,7 +192,7 @@ class SyncedIndex(SourceIndex):
         """Called with every index file opened (the source sets its vector lane)."""
         super().__init__(
             store_path=anchor,
-            fingerprint=lambda: fingerprint_text(feed.probe().to_json()),
+            fingerprint=fingerprint or (lambda: fingerprint_text(feed.probe().to_json())),
             rows=self._all_rows,
             **kwargs,
         )

@@ -332,6 +332,7 @@ class PostgresSource(ForeignSource):
         index = SyncedIndex(
             feed=self.change_feed(),
             anchor=self.path,
+            fingerprint=lambda: str(self.data_version()),
             kind=self.kind,
             allowed=self.filter_keys,
             filter_sql=self.cache_filter_sql(),

@@ -117,3 +117,29 @@ def test_the_live_counts_follow_the_expiries_to_the_microsecond():
     assert counts.counts(at - timedelta(microseconds=1)) == [("a", 3), ("b", 1)]
     assert counts.counts(at) == [("a", 2), ("b", 1)]  # expires_at == now: expired
     assert counts.counts(at + timedelta(microseconds=1)) == [("a", 1), ("b", 1)]
+
+
+def test_the_index_status_asks_the_paced_probe_not_the_store(lg_store):
+    """A status line is drawn often: it compares the index with the paced probe's answer
+    (``data_version``), while a search always probes afresh."""
+    with open_source(lg_store, clock=lambda: NOW) as source:
+        ticks = itertools.count()
+        source._watch.clock = lambda: float(next(ticks))
+        source._watch.cheap_seconds = 0.0
+        source.search("trip")
+        probes = []
+        query = source.query
+
+        def listening(statement, params=()):
+            if "max(s.updated_at)" in statement:
+                probes.append(statement)
+            return query(statement, params)
+
+        source.query = listening
+        assert source.index_status()["ready"]
+        with open_library(lg_store) as store:
+            store.put(("memories", "user-9"), "new", {"text": "written meanwhile"})
+        for _ in range(3):
+            source.index_status()
+        assert len(probes) <= 1  # the watch's one probe at most, not one per status
+        assert [r.id for r in source.search("meanwhile").results] == ["lg:memories.user-9/new"]
