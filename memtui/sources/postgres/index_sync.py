@@ -99,7 +99,9 @@ class ChangeFeed(Protocol):
     ``refreshed_expiries(since)`` (the expiries moved since, by source id: then its
     probe's expiry digest is ``PostgresIndex.expiry_digest``'s) and
     ``build_values(scope_keys)`` (every row for a build as ``PostgresIndex.load_values``
-    writes it, in any order; None when it cannot make them for these scope keys)."""
+    writes it, in any order; None when it cannot make them for these scope keys) and
+    ``probe_changed(since)`` (``probe`` with ``StoreProbe.changed``: the ids of the rows
+    updated after ``since``, from the same scan)."""
 
     buckets: StoreBuckets
     """The store's side of the key-hash comparison that finds deletions."""
