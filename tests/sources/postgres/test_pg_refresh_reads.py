@@ -5,8 +5,6 @@ full-text index adds one segment; the WAL's checkpoint beside the next probe."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from conftest import fixed_clock
 
@@ -160,17 +158,26 @@ def test_a_refresh_writes_its_rows_as_one_full_text_segment(lg_store):
 
 
 def wal_size(index) -> int:
-    wal = Path(f"{index.path}-wal")
-    return wal.stat().st_size if wal.exists() else 0
+    return index_sync.wal_bytes(index.path)
 
 
-def test_a_refreshs_checkpoint_runs_beside_the_next_probe(lg_store):
+def test_the_refreshes_checkpoint_runs_beside_a_later_probe(lg_store, monkeypatch):
+    """A refresh leaves its writes in the WAL; once it holds ``CHECKPOINT_BYTES`` the next
+    look at the store checkpoints it while the probe runs."""
     with opened(lg_store) as source:
         index = source.index.store()
+        index.checkpoint()
         change(lg_store)
         source.index.store()
         assert source.index.last_sync.action == "refreshed"
-        assert wal_size(index) > 0  # the refresh's writes wait in the WAL
+        left = wal_size(index)
+        assert left > 0  # the refresh's writes wait in the WAL
+        source.index.store()  # below CHECKPOINT_BYTES: they stay there
+        assert wal_size(index) == left
+        monkeypatch.setattr(index_sync, "CHECKPOINT_BYTES", left)
+        with open_library(lg_store) as store:
+            store.put(("memories", "user-3"), "more", {"text": "one more change"})
+        source.index.store()  # a refresh, whose WAL is now past the mark
         source.index.store()  # nothing changed: the probe, and the checkpoint beside it
         assert wal_size(index) == 0
         assert index_rows(source) == store_rows(source)
