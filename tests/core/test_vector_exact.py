@@ -8,6 +8,7 @@ compare bits, on vectors built for ties and on vectors where orders differ.
 """
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -89,6 +90,26 @@ def test_exact_cosines_are_cosines_bits_on_random_rows(case):
     assert bits(exact(matrix, rows, query)) == bits(row_by_row(matrix, rows, query))
 
 
+# Chunks of many rows are added up by columns (a position of every row per call): the
+# same cases with every chunk taken that way.
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tied_rows())
+def test_exact_cosines_by_columns_are_cosines_bits_on_tied_rows(case):
+    matrix, rows, query = case
+    with mock.patch.object(vector_module, "COLUMN_SUM_MIN_ROWS", 1):
+        assert bits(exact(matrix, rows, query)) == bits(row_by_row(matrix, rows, query))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_rows())
+def test_exact_cosines_by_columns_are_cosines_bits_on_random_rows(case):
+    matrix, rows, query = case
+    with mock.patch.object(vector_module, "COLUMN_SUM_MIN_ROWS", 1):
+        assert bits(exact(matrix, rows, query)) == bits(row_by_row(matrix, rows, query))
+
+
 def _orders(products):
     """The sum of ``products`` added in other orders than cosine()'s."""
     return {
@@ -106,9 +127,12 @@ def _sequential(values):
     return total
 
 
-def test_exact_cosines_keep_cosines_order_where_other_orders_differ():
+@pytest.mark.parametrize("by", ["rows", "columns"])
+def test_exact_cosines_keep_cosines_order_where_other_orders_differ(monkeypatch, by):
     """Rows on which every other order of the additions gives other bits: a change of the
-    exact pass's summation order (to a pairwise sum, a dot, ...) fails here."""
+    exact pass's summation order (to a pairwise sum, a dot, ...) fails here, for chunks
+    added along each row and chunks added by columns."""
+    monkeypatch.setattr(vector_module, "COLUMN_SUM_MIN_ROWS", 1 if by == "columns" else 10**9)
     rng = np.random.default_rng(11)
     dim = 96
     matrix = (rng.standard_normal((64, dim)) * 10.0 ** rng.integers(-6, 7, (64, dim))).astype(
@@ -130,16 +154,21 @@ def test_exact_cosines_keep_cosines_order_where_other_orders_differ():
         assert changed, name
 
 
-def test_an_all_negative_zero_sum_is_cosines_positive_zero():
+@pytest.mark.parametrize("column_min", [1, 10**9])
+def test_an_all_negative_zero_sum_is_cosines_positive_zero(monkeypatch, column_min):
     """cosine() starts its sums at 0.0: products that are all -0.0 add up to 0.0 there
     (a sum started at the first product would stay -0.0)."""
+    monkeypatch.setattr(vector_module, "COLUMN_SUM_MIN_ROWS", column_min)
     matrix = np.array([[-1.0, -0.0, 2.0], [0.0, 0.0, 0.0]], dtype=np.float32)
     query = [0.0, 5.0, -0.0]  # row 0's products: -0.0, -0.0, -0.0
     got = exact(matrix, [0, 1], query)
     assert bits(got) == bits(row_by_row(matrix, [0, 1], query)) == bits([0.0, 0.0])
 
 
-def test_exact_cosines_in_chunks_are_the_same(monkeypatch):
+@pytest.mark.parametrize("column_min", [1, 6, 10**9])
+def test_exact_cosines_in_chunks_are_the_same(monkeypatch, column_min):
+    """Chunks of 7 rows (the last of 1), added by columns, along rows, or both."""
+    monkeypatch.setattr(vector_module, "COLUMN_SUM_MIN_ROWS", column_min)
     rng = np.random.default_rng(5)
     matrix = rng.standard_normal((50, 24)).astype(np.float32)
     matrix[10:20] = matrix[3]  # ties across a chunk's border
