@@ -188,15 +188,21 @@ def test_a_record_that_expires_between_two_searches_leaves_the_lane(tmp_path, ca
 # ---------------------------------------------------------------- files made by other means
 
 
-def test_memtuis_schema_deletes_a_vector_with_its_record(tmp_path, cache_dir):
+@pytest.mark.parametrize("gap", [False, True])
+def test_memtuis_schema_deletes_a_vector_with_its_record(tmp_path, cache_dir, gap):
+    """memtui's own file is trusted: its pool is not looked up again, whether its
+    record ids run without a gap (checked by their bounds) or not (read)."""
     with MemoryStore(tmp_path / "m.db", clock=fixed_clock, embedder=HashEmbedder(DIM)) as store:
-        _fill(store, n=5)
+        ids = _fill(store, n=5)
+        if gap:
+            _write_elsewhere(store, "DELETE FROM records WHERE id = ?", (ids[2],))
         assert vector_module._deletes_vectors_with_records(store)
         vector_lane(store, HashEmbedder(DIM).embed_one("alpha"), None, 10)
         assert vector_cache.load(store).rows_recorded is True
 
 
-def test_a_vector_without_a_record_never_enters_the_pool(tmp_path, cache_dir):
+@pytest.mark.parametrize("where", ["past the last record", "in a gap between records"])
+def test_a_vector_without_a_record_never_enters_the_pool(tmp_path, cache_dir, where):
     """A vector row whose record does not exist (a file written by other means): the
     lane confirms its pool, the row stays out, and a record added later with its id
     (its vector already there) is found."""
@@ -205,6 +211,9 @@ def test_a_vector_without_a_record_never_enters_the_pool(tmp_path, cache_dir):
         ids = _fill(store)
         query = embedder.embed_one("echo foxtrot")
         orphan = max(ids) + 50
+        if where == "in a gap between records":
+            orphan = ids[40]
+            _write_elsewhere(store, "DELETE FROM records WHERE id = ?", (orphan,))
         _write_elsewhere(
             store,
             "INSERT INTO vectors (record_id, vector) VALUES (?, ?)",

@@ -230,7 +230,7 @@ def _would_enter(
     near = np.flatnonzero((approx >= line - bound) & ~sure & (approx != 0.0))
     if len(near):
         query_sq = float(np.cumsum(query64 * query64)[-1])
-        exact = _exact_cosines(cached.matrix, rows[near], query64, query_sq)
+        exact = _exact_cosines(cached.matrix, rows[near], query64, query_sq, cached.squares)
         ok = exact > 0
         if full:
             ok &= (exact > line) | ((exact == line) & (cached.ids[rows[near]] < best[-1][0]))
@@ -280,13 +280,14 @@ def _best_rows(
     scored_ids = np.zeros(0, dtype=ids.dtype)  # in the same order: best first, then by id
     dates: dict[int, tuple[str | None, str | None]] = {}
     query_sq = float(np.cumsum(query64 * query64)[-1])  # in order, as cosine() sums it
+    squares = _row_squares(cached)
     take = min(n, pool_size + 32)
     seen: Any = None  # rows at or above this limit have been scored (None: none yet)
     while True:
         limit, rows = _next_rows(approx, take, bound, floor, seen)
         seen = limit
         if len(rows):
-            cosines = _exact_cosines(cached.matrix, rows, query64, query_sq)
+            cosines = _exact_cosines(cached.matrix, rows, query64, query_sq, squares)
             positive = cosines > 0
             if len(scored_ids):
                 negated = np.concatenate([negated, -cosines[positive]])
@@ -352,11 +353,28 @@ def _rows_have_records(store: SearchIndex, cached: Any) -> bool:
     if held is None:  # a copy not kept (no identity) is confirmed at each search, as built
         held = cached.identity is not None and _deletes_vectors_with_records(store)
         if held:
-            np = np_module()
-            records = np.sort(ids_from(store, "SELECT group_concat(id) FROM records"))
-            held = bool(members(records, cached.live_ids()).all())
+            held = _all_recorded(store, cached.live_ids())
         cached.rows_recorded = held
     return held
+
+
+def _all_recorded(store: SearchIndex, ids: Any) -> bool:
+    """Whether every one of the ascending ``ids`` is a record's id.
+
+    When the records' ids have no gap (as many as from the lowest to the highest:
+    three quick queries), ``ids`` need only lie between those two; otherwise
+    every record id is read (one scan of the smallest index on records)."""
+    if not len(ids):
+        return True
+    top = store.query("SELECT max(id) FROM records")[0][0]
+    lowest = store.query("SELECT min(id) FROM records")[0][0]
+    if top is None:
+        return False
+    if store.query("SELECT count(*) FROM records")[0][0] == top - lowest + 1:
+        return bool(lowest <= ids[0] and ids[-1] <= top)
+    np = np_module()
+    records = np.sort(ids_from(store, "SELECT group_concat(id) FROM records"))
+    return bool(members(records, ids).all())
 
 
 def _deletes_vectors_with_records(store: SearchIndex) -> bool:
@@ -434,19 +452,21 @@ every row at once is fresh memory, faulted in page by page at each search."""
 #: Chunks of at least this many rows are added up a position at a time across the rows
 #: (one call per position, each over every row), smaller ones along each row.
 COLUMN_SUM_MIN_ROWS = 256
+#: Matrices of at most this many values keep each row's sum of squares, found on first
+#: use (8 bytes a row; about 12 ms for 100,000 rows of 32 dims): the exact pass then adds
+#: up only the products with the query. A bigger matrix would pay more at its first
+#: search than its searches save (the exact pass's rows do not grow with the matrix).
+SQUARES_MAX_VALUES = 8_000_000
 
 
-def _exact_cosines(matrix: Any, rows: Any, query64: Any, query_sq: float) -> Any:
+def _exact_cosines(
+    matrix: Any, rows: Any, query64: Any, query_sq: float, squares: Any = None
+) -> Any:
     """``cosine(query, row)`` for each row, bit for bit as ``cosine()`` computes it.
 
     ``cosine()`` adds its float64 products one position at a time, from the
-    first, to a sum started at ``0.0``. So does this, a chunk of rows at a time,
-    one of two ways with the same additions in the same order: for a chunk of
-    many rows, one vector addition per position over a transposed copy (each
-    call adds one position of every row); for a few rows, ``np.cumsum`` along
-    each row (an accumulation is strictly sequential, where ``np.sum`` would add
-    in pairs), whose last column is the loop's sum (``+ 0.0`` gives the loop's
-    ``0.0`` where every product is ``-0.0``).
+    first, to a sum started at ``0.0``; so does ``_ordered_sums``. ``squares``,
+    when given, holds every row's sum of squares added that way (``_row_squares``).
     """
     np = np_module()
     out = np.zeros(len(rows), dtype=np.float64)
@@ -457,38 +477,74 @@ def _exact_cosines(matrix: Any, rows: Any, query64: Any, query_sq: float) -> Any
     step = max(1, EXACT_CHUNK_VALUES // max(1, len(query64)))
     for start in range(0, len(rows), step):
         chunk = rows[start : start + step]
-        if len(chunk) >= COLUMN_SUM_MIN_ROWS:
-            squares, dots = _column_sums(rows_of[chunk], query64)
+        if squares is None:
+            sums, dots = _ordered_sums(rows_of[chunk], query64, squares=True)
         else:
-            values = rows_of[chunk].astype(np.float64)
-            products = values * values
-            np.cumsum(products, axis=1, out=products)
-            squares = products[:, -1] + 0.0
-            np.multiply(values, query64, out=values)
-            np.cumsum(values, axis=1, out=values)
-            dots = values[:, -1] + 0.0
-        nonzero = squares != 0.0
+            sums, dots = squares[chunk], _ordered_sums(rows_of[chunk], query64)[1]
+        nonzero = sums != 0.0
         out[start : start + len(chunk)][nonzero] = dots[nonzero] / (
-            query_norm * np.sqrt(squares[nonzero])
+            query_norm * np.sqrt(sums[nonzero])
         )
     return out
 
 
-def _column_sums(values32: Any, query64: Any) -> tuple[Any, Any]:
-    """Each row's sum of squares and its dot with the query, in float64, added from
-    ``0.0`` one position at a time (``cosine()``'s order), every row at once."""
+def _ordered_sums(values32: Any, query64: Any, squares: bool = False) -> tuple[Any, Any]:
+    """Each row's sum of squares (with ``squares``, else None) and its dot with
+    ``query64`` (None: not asked), in float64, added to ``0.0`` one position at a
+    time, from the first, as ``cosine()`` adds them.
+
+    Two ways with the same additions in the same order: for many rows, one vector
+    addition per position over a transposed copy (each call adds one position of
+    every row); for a few, ``np.cumsum`` along each row (an accumulation is
+    strictly sequential, where ``np.sum`` would add in pairs), whose last column
+    is the sum (``+ 0.0`` gives the loop's ``0.0`` where every term is ``-0.0``).
+    """
     np = np_module()
     count, dim = values32.shape
-    columns = np.empty((dim, count), dtype=np.float64)
-    columns[...] = values32.T
-    squared = columns * columns
-    np.multiply(columns, query64[:, None], out=columns)
-    squares = np.zeros(count, dtype=np.float64)
-    dots = np.zeros(count, dtype=np.float64)
-    for position in range(dim):
-        squares += squared[position]
-        dots += columns[position]
-    return squares, dots
+    if count >= COLUMN_SUM_MIN_ROWS:
+        values = np.empty((dim, count), dtype=np.float64)
+        values[...] = values32.T
+        query = None if query64 is None else query64[:, None]
+    else:
+        values = values32.astype(np.float64)
+        query = query64
+    sums = None
+    if squares:
+        sums = _in_order(np, values * values, count >= COLUMN_SUM_MIN_ROWS)
+    dots = None
+    if query is not None:
+        np.multiply(values, query, out=values)
+        dots = _in_order(np, values, count >= COLUMN_SUM_MIN_ROWS)
+    return sums, dots
+
+
+def _in_order(np: Any, terms: Any, by_columns: bool) -> Any:
+    """The sums of ``terms`` (positions by rows when ``by_columns``, else rows by
+    positions), added to ``0.0`` one position at a time; ``terms`` is overwritten."""
+    if by_columns:
+        total = np.zeros(terms.shape[1], dtype=np.float64)
+        for position in range(len(terms)):
+            total += terms[position]
+        return total
+    np.cumsum(terms, axis=1, out=terms)
+    return terms[:, -1] + 0.0
+
+
+def _row_squares(cached: Any) -> Any:
+    """Every row's sum of squares as ``_ordered_sums`` adds it, for a matrix of at most
+    ``SQUARES_MAX_VALUES`` values (None for a bigger one); found once per matrix. A
+    forget zeroes its rows' (``vector_erasure``), as it does their norms."""
+    held = cached.squares
+    if held is None and 0 < cached.dim and len(cached) * cached.dim <= SQUARES_MAX_VALUES:
+        np = np_module()
+        rows_of = np.asarray(cached.matrix)
+        held = np.empty(len(rows_of), dtype=np.float64)
+        step = max(COLUMN_SUM_MIN_ROWS, EXACT_CHUNK_VALUES // cached.dim)
+        for start in range(0, len(rows_of), step):
+            block = rows_of[start : start + step]
+            held[start : start + len(block)] = _ordered_sums(block, None, squares=True)[0]
+        cached.squares = held
+    return held
 
 
 def _check_dimensions(
