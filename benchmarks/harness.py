@@ -11,8 +11,9 @@ same run, on the same file and the same connection settings, and the ratio:
 - keyword lane: ``keyword_lane`` (pool, normalization, excluded counts)
   against ``SELECT rowid, bm25(records_fts) FROM records_fts WHERE records_fts
   MATCH ? ORDER BY bm25(records_fts) LIMIT 100``;
-- vector lane: ``vector_lane`` against a raw numpy top-100 (``M @ q``,
-  ``argpartition``) on the same matrix;
+- vector lane: ``vector_lane`` against raw numpy's top 100 by cosine on the same
+  matrix and the norms stored with it (the product with the unit query divided by
+  the norms, ``argpartition``, the 100 sorted);
 - app start: a fresh ``python`` running memtui's app headless to its first
   useful screen against one running a minimal Textual app (a ``DataTable`` and
   a ``Footer``) to its first frame (``benchmarks.app_start``);
@@ -518,19 +519,20 @@ def _vector_rows(store: MemoryStore, embedder: Any, cases: dict, repeats: int) -
         if matrix_file is not None:
             start = time.perf_counter()
             mapped = np.load(matrix_file, mmap_mode="r")
-            _numpy_top(mapped, np.asarray(query, dtype=np.float32))
+            norms = _norms_beside(matrix_file, built.norms)
+            _numpy_top(mapped, norms, query)
             bases.append((time.perf_counter() - start) * 1000)
-    out.append(Row("vec_load", loads, bases, "np.load(mmap) + raw top-100"))
+    out.append(Row("vec_load", loads, bases, "np.load(mmap) + raw cosine top-100"))
     cached = vector_cache.load(store)
     assert cached is not None
     vectors = [embedder([q])[0] for group in cases.values() for q in group][: 4 * len(cases)]
     ours, base = _interleaved(
         vectors,
         lambda v: vector_lane(store, v, None, POOL),
-        lambda v: _numpy_top(cached.matrix, np.asarray(v, dtype=np.float32)),
+        lambda v: _numpy_top(cached.matrix, cached.norms, v),
         repeats,
     )
-    out.append(Row("vec_lane", ours, base, "numpy M @ q + argpartition, same matrix"))
+    out.append(Row("vec_lane", ours, base, "numpy M @ q / norms + argpartition, same matrix"))
     return out
 
 
@@ -539,10 +541,23 @@ def _raw_decode(store: MemoryStore, dim: int) -> Any:
     return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(-1, dim)
 
 
-def _numpy_top(matrix: Any, query: Any, k: int = POOL) -> Any:
-    scores = matrix @ query
+def _numpy_top(matrix: Any, norms: Any, query: Any, k: int = POOL) -> Any:
+    """Raw numpy's top ``k`` rows by cosine on the lane's matrix and the row norms stored
+    with it: the float32 product with the unit query, divided by the norms in place,
+    ``argpartition``, the ``k`` sorted."""
+    unit = np.asarray(query, dtype=np.float32)
+    unit /= np.float32(np.linalg.norm(unit))
+    scores = matrix @ unit
+    scores /= norms
     top = np.argpartition(-scores, min(k, len(scores) - 1))[:k]
     return top[np.argsort(-scores[top])]
+
+
+def _norms_beside(matrix_file: Any, fallback: Any) -> Any:
+    """The norms file published beside a cache's matrix file (``fallback`` when there is
+    none: a matrix not yet published)."""
+    beside = Path(str(matrix_file).removesuffix(".f32.npy") + ".norms.npy")
+    return np.load(beside) if beside.is_file() else fallback
 
 
 def _hybrid_rows(
@@ -559,7 +574,7 @@ def _hybrid_rows(
                 raw.execute(
                     RAW_FTS, (match_expression(index_tokens(store, sanitize_query(q))),)
                 ).fetchall(),
-                _numpy_top(cached.matrix, np.asarray(embedder([q])[0], dtype=np.float32)),
+                _numpy_top(cached.matrix, cached.norms, embedder([q])[0]),
             ),
             repeats,
         )
@@ -568,7 +583,7 @@ def _hybrid_rows(
                 f"hybrid_2_{kind}",
                 ours,
                 base,
-                "raw FTS5 top-100 + raw numpy top-100",
+                "raw FTS5 top-100 + raw numpy cosine top-100",
                 extra={"breakdown_ms": _breakdown(store, embedder, queries, repeats)},
             )
         )
@@ -887,7 +902,10 @@ elif mode == 'raw-browse' or mode == 'raw-vectors':
     if mode == 'raw-vectors':
         import numpy as np
         matrix = np.load(sys.argv[3], mmap_mode='r')
-        scores = matrix @ np.ones(matrix.shape[1], dtype=np.float32)
+        norms = np.load(sys.argv[4])
+        unit = np.full(matrix.shape[1], matrix.shape[1] ** -0.5, dtype=np.float32)
+        scores = matrix @ unit
+        scores /= norms
         np.argpartition(-scores, 100)
 print(json.dumps(rss()))
 """
@@ -926,8 +944,13 @@ def _memory_rows(path: Path, info: dict) -> list[Row]:
         cached = vector_cache.load(store)
         vector_cache.wait_for_writes()
         matrix_file = str(cached.path) if cached is not None and cached.path else ""
+    norms_file = matrix_file.removesuffix(".f32.npy") + ".norms.npy" if matrix_file else ""
     ours_v = _rss(path, "memtui-vectors")
-    base_v = _rss(path, "raw-vectors", matrix_file) if matrix_file else {"VmHWM": 0.0}
+    base_v = (
+        _rss(path, "raw-vectors", matrix_file, norms_file)
+        if norms_file and Path(norms_file).is_file()
+        else {"VmHWM": 0.0}
+    )
     rows.append(
         Row(
             "rss_vectors",

@@ -12,6 +12,10 @@ others, so an index needs only these columns (it may have more):
 - the FTS5 table named ``FTS_TABLE`` over ``records.content`` (external content,
   rowid = ``records.id``), with its ``_data`` and ``_docsize`` shadow tables;
 - ``vectors(record_id INTEGER PRIMARY KEY, vector BLOB)`` (little-endian float32);
+  when a trigger on ``records`` deletes a record's vector with it (memtui's
+  indexes have one), the vector lane trusts its cached matrix's rows to have
+  their records and does not look its pool up again (otherwise it does, at each
+  search);
 - ``meta(key TEXT PRIMARY KEY, value TEXT)`` holding ``vectors_generation``,
   ``database_id`` and, when vectors are recorded, ``embedder_name`` and
   ``embedder_dim``.

@@ -128,7 +128,7 @@ class IndexDatabase:
         self._side: sqlite3.Connection | None = None
         self._side_lock = threading.Lock()
         self._write_serial = 0
-        self._derived: dict[str, tuple[tuple[int, int], Any]] = {}
+        self._derived: dict[str, tuple[tuple[int, int, int], Any]] = {}
         self._busy_timeout_ms = int(busy_timeout_ms)
         # Used only under the lock, one read at a time.
         self._tuples = conn.cursor()
@@ -247,10 +247,14 @@ class IndexDatabase:
         with self._lock:
             return self._conn.execute("PRAGMA data_version").fetchall()[0][0]
 
-    def change_token(self) -> tuple[int, int]:
+    def change_token(self) -> tuple[int, int, int]:
         """A value that changes whenever the data may have changed: another connection's
-        commits (``data_version``) and this one's write transactions."""
-        return (self.data_version(), self._write_serial)
+        commits (``data_version``), this one's write transactions, and the rows this
+        one changed by any other way (``total_changes``: a statement run on
+        ``connection`` outside ``write()``)."""
+        with self._lock:
+            version = self._conn.execute("PRAGMA data_version").fetchall()[0][0]
+            return (version, self._write_serial, self._conn.total_changes)
 
     def derived(self, name: str, build: Callable[[Any], _T]) -> _T:
         """``build(self)``, kept under ``name`` until the data changes (``change_token``).

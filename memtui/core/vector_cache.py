@@ -18,7 +18,10 @@ A cached matrix is current only for the identity it was built at: the
 database's ``database_id``, its ``vectors_generation`` (bumped by a trigger on
 every vector write or delete, by any writer), the highest vector record id and
 the recorded embedder. A stale copy is never used; it is deleted and rebuilt,
-lazily, by the first vector search that needs it (never at start-up).
+lazily, by the first vector search that needs it (never at start-up). The
+identity is read again only once the data may have changed (the token of
+``SearchIndex.derived``: another connection's commit, this one's writes), so
+searches in a row between two writes check the copy once.
 
 Forget means gone (docs/design.md section 3), without a rebuild. Inside the
 forget's transaction, ``erase`` overwrites the forgotten rows of every on-disk
@@ -98,6 +101,13 @@ def load(
     after each chunk, checks ``cancelled()`` between chunks and raises
     ``Cancelled``, leaving no file behind.
     """
+    # One slot per state of the data (``derived``: a new, empty one whenever the data
+    # may have changed): the copy that state was checked against, so that searches in
+    # a row check the copy once, not at each search.
+    checked = store.derived(CHECKED, _empty_slot)
+    held = checked[0]
+    if held is not None and HELD.get(store) is held:
+        return held
     recorded = store.recorded_embedder()
     if recorded is None:
         return None
@@ -108,6 +118,7 @@ def load(
         current = identity(store)
         held = HELD.get(store)
     if held is not None and current is not None and held.identity == current:
+        checked[0] = held
         return held
     if held is not None and HELD.get(store) is held:
         HELD.pop(store, None)
@@ -116,7 +127,16 @@ def load(
         loaded = _build(store, recorded["name"], recorded["dim"], current, cancelled, progress)
     if loaded.identity is not None:
         HELD[store] = loaded
+        checked[0] = loaded
     return loaded
+
+
+CHECKED = "vector matrix checked"
+"""The ``derived`` name of the slot holding the copy checked current for the data's state."""
+
+
+def _empty_slot(_store: SearchIndex) -> list[VectorMatrix | None]:
+    return [None]
 
 
 def invalidate(store: SearchIndex, forgotten: Any = (), *, empty_now: bool = True) -> bool:

@@ -146,6 +146,8 @@ def _erase_held(held: VectorMatrix, targets: Any) -> bool:
             norms = norms.copy()
         norms[rows] = 0.0
         held.norms = norms
+        if held.squares is not None:
+            held.squares[rows] = 0.0
         previous = held.removed if held.removed is not None else np.zeros(0, dtype=np.int64)
         held.removed = np.union1d(previous, rows).astype(np.int64)
     if held.bad:

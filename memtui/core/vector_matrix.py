@@ -42,6 +42,12 @@ class VectorMatrix:
     # The vector lane's rows whose norm it cannot divide by, found on first use
     # (``memtui.core.search.vector``); a row removed later stays in them harmlessly.
     odd_rows: Any = None
+    # Whether every row has its record, and keeps it while the matrix is current: found
+    # on first use by the vector lane (``_rows_have_records``); None until then.
+    rows_recorded: bool | None = None
+    # Each row's float64 sum of squares, as the vector lane's exact pass adds it, for a
+    # matrix of few values: found on first use (``_row_squares``); a forget zeroes its rows.
+    squares: Any = None
 
     def __len__(self) -> int:
         return int(len(self.ids))

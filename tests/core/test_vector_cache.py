@@ -288,11 +288,13 @@ def test_a_memory_copy_is_zeroed_in_place_and_kept(tmp_path, monkeypatch, builds
         ids = _fill(store, 25)
         held = vector_cache.load(store)
         assert held.source == "memory"
+        vector_lane(store, embedder(["alpha"])[0], None, 10)  # the lane's per-row sums
         matrix = held.matrix
         row = held.ids.tolist().index(ids[7])
-        assert matrix[row].any()
+        assert matrix[row].any() and held.squares[row] > 0
         store.forget(ids[7], reason="test")
         assert not matrix[row].any()  # the very array this process holds
+        assert held.norms[row] == 0 and held.squares[row] == 0  # and what it keeps of it
         assert vector_cache.load(store) is held and len(builds) == 1
         assert ids[7] not in held.live_ids().tolist()
         assert not (tmp_path / "cache").exists()

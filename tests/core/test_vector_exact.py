@@ -8,6 +8,7 @@ compare bits, on vectors built for ties and on vectors where orders differ.
 """
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -89,6 +90,55 @@ def test_exact_cosines_are_cosines_bits_on_random_rows(case):
     assert bits(exact(matrix, rows, query)) == bits(row_by_row(matrix, rows, query))
 
 
+# Chunks of many rows are added up by columns (a position of every row per call): the
+# same cases with every chunk taken that way.
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tied_rows())
+def test_exact_cosines_by_columns_are_cosines_bits_on_tied_rows(case):
+    matrix, rows, query = case
+    with mock.patch.object(vector_module, "COLUMN_SUM_MIN_ROWS", 1):
+        assert bits(exact(matrix, rows, query)) == bits(row_by_row(matrix, rows, query))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_rows())
+def test_exact_cosines_by_columns_are_cosines_bits_on_random_rows(case):
+    matrix, rows, query = case
+    with mock.patch.object(vector_module, "COLUMN_SUM_MIN_ROWS", 1):
+        assert bits(exact(matrix, rows, query)) == bits(row_by_row(matrix, rows, query))
+
+
+def _kept_squares(matrix):
+    """The per-row sums of squares the lane keeps for a small matrix (``_row_squares``)."""
+    cached = vector_cache.VectorMatrix(
+        np.arange(len(matrix)),
+        matrix,
+        np.ones(len(matrix), np.float32),
+        matrix.shape[1],
+        "test",
+        None,
+        "memory",
+    )
+    return vector_module._row_squares(cached)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(tied_rows(), random_rows()), st.sampled_from([1, 10**9]))
+def test_exact_cosines_from_kept_squares_are_cosines_bits(case, column_min):
+    """The sums of squares kept per row, added up by columns or along rows, then the
+    products with the query, give cosine()'s bits."""
+    matrix, rows, query = case
+    with mock.patch.object(vector_module, "COLUMN_SUM_MIN_ROWS", column_min):
+        squares = _kept_squares(matrix)
+        query64 = np.asarray(query, dtype=np.float64)
+        got = _exact_cosines(
+            matrix, np.asarray(rows), query64, float(np.cumsum(query64 * query64)[-1]), squares
+        )
+    assert bits(got) == bits(row_by_row(matrix, rows, query))
+
+
 def _orders(products):
     """The sum of ``products`` added in other orders than cosine()'s."""
     return {
@@ -106,9 +156,13 @@ def _sequential(values):
     return total
 
 
-def test_exact_cosines_keep_cosines_order_where_other_orders_differ():
+@pytest.mark.parametrize("by", ["rows", "columns", "kept squares"])
+def test_exact_cosines_keep_cosines_order_where_other_orders_differ(monkeypatch, by):
     """Rows on which every other order of the additions gives other bits: a change of the
-    exact pass's summation order (to a pairwise sum, a dot, ...) fails here."""
+    exact pass's summation order (to a pairwise sum, a dot, ...) fails here, for chunks
+    added along each row, chunks added by columns, and the sums of squares kept per row
+    (each other order of those alone changes some row's bits too)."""
+    monkeypatch.setattr(vector_module, "COLUMN_SUM_MIN_ROWS", 1 if by == "columns" else 10**9)
     rng = np.random.default_rng(11)
     dim = 96
     matrix = (rng.standard_normal((64, dim)) * 10.0 ** rng.integers(-6, 7, (64, dim))).astype(
@@ -117,29 +171,41 @@ def test_exact_cosines_keep_cosines_order_where_other_orders_differ():
     query = rng.standard_normal(dim) * 10.0 ** rng.integers(-6, 7, dim)
     rows = list(range(64))
     want = row_by_row(matrix, rows, query)
-    assert bits(exact(matrix, rows, query)) == bits(want)
+    if by == "kept squares":
+        query_sq = float(np.cumsum(query * query)[-1])
+        got = _exact_cosines(matrix, np.asarray(rows), query, query_sq, _kept_squares(matrix))
+    else:
+        got = exact(matrix, rows, query)
+    assert bits(got) == bits(want)
     # The check has teeth: for every other order, some row's cosine differs in its bits.
     for name in _orders(np.ones(8)):
         changed = 0
         for row in rows:
             values = matrix[row].astype(np.float64)
             dot = _orders(values * query)[name]
+            if by == "kept squares":
+                dot = _sequential(values * query)
             norm = _orders(values * values)[name]
             other = dot / (math.sqrt(_sequential(query * query)) * math.sqrt(norm))
             changed += bits([other]) != bits([want[row]])
         assert changed, name
 
 
-def test_an_all_negative_zero_sum_is_cosines_positive_zero():
+@pytest.mark.parametrize("column_min", [1, 10**9])
+def test_an_all_negative_zero_sum_is_cosines_positive_zero(monkeypatch, column_min):
     """cosine() starts its sums at 0.0: products that are all -0.0 add up to 0.0 there
     (a sum started at the first product would stay -0.0)."""
+    monkeypatch.setattr(vector_module, "COLUMN_SUM_MIN_ROWS", column_min)
     matrix = np.array([[-1.0, -0.0, 2.0], [0.0, 0.0, 0.0]], dtype=np.float32)
     query = [0.0, 5.0, -0.0]  # row 0's products: -0.0, -0.0, -0.0
     got = exact(matrix, [0, 1], query)
     assert bits(got) == bits(row_by_row(matrix, [0, 1], query)) == bits([0.0, 0.0])
 
 
-def test_exact_cosines_in_chunks_are_the_same(monkeypatch):
+@pytest.mark.parametrize("column_min", [1, 6, 10**9])
+def test_exact_cosines_in_chunks_are_the_same(monkeypatch, column_min):
+    """Chunks of 7 rows (the last of 1), added by columns, along rows, or both."""
+    monkeypatch.setattr(vector_module, "COLUMN_SUM_MIN_ROWS", column_min)
     rng = np.random.default_rng(5)
     matrix = rng.standard_normal((50, 24)).astype(np.float32)
     matrix[10:20] = matrix[3]  # ties across a chunk's border
@@ -253,10 +319,16 @@ def test_a_first_round_from_a_sample_takes_the_rows_a_full_sort_takes(shape, tak
     assert got.tolist() == want.tolist()
 
 
-def test_the_lane_over_thousands_of_rows_is_the_row_by_row_pool(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kept_squares", [True, False])
+def test_the_lane_over_thousands_of_rows_is_the_row_by_row_pool(
+    tmp_path, monkeypatch, kept_squares
+):
     """Enough rows for the first round to start from a sample; vectors of a few
-    distinct values (ties by the hundred), some of them the same row."""
+    distinct values (ties by the hundred), some of them the same row; the rows' sums
+    of squares kept with the matrix, or added up at each search."""
     monkeypatch.setenv(vector_cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    if not kept_squares:
+        monkeypatch.setattr(vector_module, "SQUARES_MAX_VALUES", 0)
     rng = np.random.default_rng(23)
     n = 6000
     vectors = rng.choice(np.array([0.0, 0.0, 1.0, 2.0, -1.0], np.float32), (n, 8))
@@ -270,3 +342,4 @@ def test_the_lane_over_thousands_of_rows_is_the_row_by_row_pool(tmp_path, monkey
                 want = reference_pool(store, query, pool_size)
                 assert [i for i, _ in lane.raw.items()] == [i for i, _ in want]
                 assert bits(list(lane.raw.values())) == bits([s for _, s in want])
+        assert (vector_cache.load(store).squares is not None) is kept_squares

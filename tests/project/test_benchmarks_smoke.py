@@ -79,3 +79,23 @@ def test_the_harness_prints_every_row_and_reuses_its_database(tmp_path, capsys):
     assert path == database and database.stat().st_mtime_ns == written
     assert info["records"] == 1500 and info["complete"]
     assert "reusing" in capsys.readouterr().err
+
+
+def test_the_harness_vector_baseline_ranks_by_cosine():
+    """The vector lane's baseline is raw numpy's cosine top 100, not the top dot products."""
+    import numpy as np
+
+    from memtui.core.search import cosine
+
+    _rows()  # puts the benchmarks folder on the path
+    harness = importlib.import_module("benchmarks.harness")
+    rng = np.random.default_rng(4)
+    matrix = rng.standard_normal((400, 16)) * rng.uniform(0.1, 10.0, (400, 1))
+    matrix = matrix.astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1).astype(np.float32)
+    query = rng.standard_normal(16).tolist()
+    exact = [cosine(query, row.tolist()) for row in matrix]
+    want = sorted(range(len(exact)), key=lambda r: -exact[r])[:10]
+    assert harness._numpy_top(matrix, norms, query, k=10).tolist() == want
+    dots = matrix @ np.asarray(query, dtype=np.float32)
+    assert np.argsort(-dots)[:10].tolist() != want  # the rows' lengths change the ranking

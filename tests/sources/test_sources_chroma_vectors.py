@@ -26,6 +26,7 @@ from fixtures.chroma_support import (
 )
 
 from memtui.cli import main
+from memtui.core import vector_cache
 from memtui.core.embed import HashEmbedder
 from memtui.sources import open_source
 from memtui.sources.chroma.segment import read_segment
@@ -170,6 +171,31 @@ def test_after_memtuis_forget_chromadb_works_and_the_lane_still_matches(lane, tm
         assert len(found["ids"][0]) == 3 and found["distances"][0][0] == pytest.approx(0, abs=1e-5)
     finally:
         client.close()
+
+
+def test_a_document_chromadb_deletes_between_two_searches_is_not_in_the_second(lane):
+    """The index keeps its vector matrix between searches (checked once per state of the
+    file, its pool not looked up again): chromadb's delete, by another client while the
+    source is open, is seen by the next search."""
+    embedder = HashEmbedder(DIM)
+    with open_source(lane, clock=fixed_clock) as source:
+        first = source.search(lane_text(21), embedder=embedder, limit=5)
+        assert first.trace.fallback is None and first.results[0].id == "chroma:v0021"
+        assert vector_cache.load(source.index.store()).rows_recorded is True
+        client = client_of(lane)
+        try:
+            collection = client.get_collection(
+                LANE_COLLECTION, embedding_function=ChromaScaledEmbedding()
+            )
+            collection.delete(ids=["v0021"])
+            collection.update(ids=["v0022"], metadatas=[{"user_id": "moved"}])
+        finally:
+            client.close()
+        second = source.search(lane_text(21), embedder=embedder, limit=5)
+        assert second.trace.fallback is None
+        assert "chroma:v0021" not in {r.id for r in second.results}
+        moved = source.search(lane_text(22), embedder=embedder, filters={"user_id": "moved"})
+        assert [r.id for r in moved.results] == ["chroma:v0022"]
 
 
 # -- hostile and damaged files

@@ -202,11 +202,13 @@ def _merged(
 ) -> list[SearchResult]:
     """Every candidate of either lane that is still live, its lane scores merged.
 
-    The vector lane read its pool's dates when it confirmed them live; the
-    keyword lane's other candidates are read here, in one statement.
+    A vector lane that confirmed its pool in the records table brings its dates;
+    every other candidate of either lane is read here, in one statement.
     """
     dates = dict(vector.dates)
-    unread = sorted(record_id for record_id in keyword.raw if record_id not in dates)
+    unread = sorted(
+        record_id for record_id in keyword.raw.keys() | vector.raw.keys() if record_id not in dates
+    )
     dates.update(dates_of(store, unread, trace.filters))
     used, fallback = trace.weights, trace.fallback
     candidates = []

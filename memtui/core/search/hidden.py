@@ -41,6 +41,7 @@ class Hidden:
     by_id: tuple[bytes, memoryview] | None = None  # see hidden_among
     cut_span: tuple[str, str | None, int] | None = None
     cut_moments: tuple[datetime, datetime | None, int] | None = None
+    records: int | None = None  # the row count, read on first use (live_total)
 
     def expired_before(self, now: str) -> int:
         """How many ``expires_at`` values are ``<= now`` (``expiry_order`` must be text).
@@ -116,9 +117,18 @@ class Hidden:
         cut = self.expired_now(store)
         return refuted, {i for i in expiring if rank_at[i] < cut}
 
-    def expired_flags(self, store: SearchIndex, now: str) -> Any:
-        """Over ``expiring_ids``: expired at ``now`` and not refuted (refuted comes first)."""
+    def expired_flags(self, store: SearchIndex, now: str | None) -> Any:
+        """Over ``expiring_ids``: expired at ``now`` and not refuted (refuted comes first).
+
+        ``now`` None is the store's clock now (``expired_now``: no time formatted
+        while it stays between two expiries)."""
         np = np_module()
+        if not len(self.expiring_ids):
+            return self.expiring_refuted  # no row expires: an empty mask
+        if now is None and self.expiry_order is not None:
+            return (self.expiring_rank < self.expired_now(store)) & ~self.expiring_refuted
+        if now is None:
+            now = store.now_text()
         if self.expiry_order is None:
             expired = np.sort(
                 ids_from(
@@ -151,33 +161,31 @@ class Hidden:
         gone = self.expiring_ids[self.expired_flags(store, now)]
         return refuted, _mask(matched, gone) & ~refuted
 
-    def matrix_rows(self, store: SearchIndex, cached: Any, now: str) -> Any:
-        """Rows of the vector matrix ``cached`` that the live rule hides at ``now``."""
-        np = np_module()
-        refuted_rows, expired_rows = self.matrix_rows_by_reason(store, cached, now)
-        return np.concatenate([refuted_rows, expired_rows])
-
-    def matrix_rows_by_reason(self, store: SearchIndex, cached: Any, now: str) -> tuple[Any, Any]:
-        """Rows of the vector matrix ``cached`` that the live rule hides at ``now``: the
-        refuted ones, and the expired ones that are not refuted (no row in both)."""
+    def matrix_rows_by_reason(self, cached: Any, expired: Any) -> tuple[Any, Any]:
+        """Rows of the vector matrix ``cached`` that the live rule hides: the refuted ones,
+        and the ``expired`` ones (``expired_flags``) that are not refuted (no row in both)."""
         held = self.rows_in.get("matrix")
         if held is None or held[0] is not cached:
             ids = cached.ids
-            held = (cached, _positions(ids, self.refuted), _positions(ids, self.expiring_ids))
+            refuted_rows = _positions(ids, self.refuted)
+            held = (cached, refuted_rows[refuted_rows >= 0], _positions(ids, self.expiring_ids))
             self.rows_in["matrix"] = held
         _matrix, refuted_rows, expiring_rows = held
-        expired_rows = expiring_rows[self.expired_flags(store, now)]
-        return refuted_rows[refuted_rows >= 0], expired_rows[expired_rows >= 0]
+        if not len(expiring_rows):
+            return refuted_rows, expiring_rows
+        expired_rows = expiring_rows[expired]
+        return refuted_rows, expired_rows[expired_rows >= 0]
 
-    def live_total(self, store: SearchIndex, now: str) -> int:
-        """How many records are live at ``now``: every row less the hidden ones.
+    def live_total(self, store: SearchIndex, expired: Any) -> int:
+        """How many records are live: every row less the refuted and the ``expired`` ones
+        (``expired_flags``).
 
-        The row count is kept until the data changes (``SearchIndex.derived``);
-        the hidden ones are this object's arrays: no scan per search.
+        The row count is read once for this object (kept, like it, until the data
+        changes); the hidden ones are its arrays: no scan per search.
         """
-        total = store.derived("record count", _record_count)
-        expired = int(np_module().count_nonzero(self.expired_flags(store, now)))
-        return max(0, total - len(self.refuted) - expired)
+        if self.records is None:
+            self.records = store.record_count()
+        return max(0, self.records - len(self.refuted) - int(np_module().count_nonzero(expired)))
 
 
 def np_module() -> Any:
@@ -326,7 +334,3 @@ def dates_of(
         [_json_ids(ids), *params],
     )
     return {r[0]: (r[1], r[2]) for r in rows}
-
-
-def _record_count(store: SearchIndex) -> int:
-    return store.record_count()

@@ -1,4 +1,13 @@
-"""The vector lane: stored embeddings ranked by cosine to the query vector."""
+"""The vector lane: stored embeddings ranked by cosine to the query vector.
+
+What a search reads besides the matrix is kept until the data changes: the
+matrix is checked current once per state of the file (``vector_cache.load``),
+the rows the live rule hides come as id arrays (``hidden_rows``), and the scope
+as the ids it holds, read per search. The pool is not looked up in the records
+table again: its dates are left to the caller (``Lane.dates`` is empty), unless
+the file lets a row lose its record while the matrix stays current
+(``_rows_have_records``); then the pool is confirmed there, with its dates.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +18,7 @@ from typing import Any
 from memtui.core import vector_cache
 from memtui.core.index import SearchIndex
 from memtui.core.search.hidden import (
+    Hidden,
     dates_of,
     hidden_rows,
     ids_from,
@@ -52,23 +62,24 @@ def vector_lane(
     if cached is None:
         return lane_from_ranking((), pool_size)
     hidden = hidden_rows(store)
-    now = store.now_text()
+    expired = hidden.expired_flags(store, None)  # over hidden.expiring_ids, now
     if len(cached) == 0 and not cached.bad:
-        return _no_vectors_lane(store, filters, hidden.live_total, now, pool_size)
+        return _no_vectors_lane(store, filters, hidden, expired, pool_size)
     dim = len(query_vector)
     if cached.bad or cached.dim != dim:
         _check_dimensions(store, cached, dim, filters)
     if len(cached) == 0:
-        return _no_vectors_lane(store, filters, hidden.live_total, now, pool_size)
+        return _no_vectors_lane(store, filters, hidden, expired, pool_size)
     ids = cached.ids
     query64 = np.asarray(query_vector, dtype=np.float64)
     approx, removed = _approximate_cosines(cached, query64)
     # Rows that cannot be in the lane: hidden by the live rule, or out of scope.
     # Their scores are kept aside to count the ones that would have made the pool.
-    refuted_rows, expired_rows = hidden.matrix_rows_by_reason(store, cached, now)
+    refuted_rows, expired_rows = hidden.matrix_rows_by_reason(cached, expired)
     kept = {"refuted": approx[refuted_rows], "expired": approx[expired_rows]}
     approx[refuted_rows] = -np.inf
-    approx[expired_rows] = -np.inf
+    if len(expired_rows):
+        approx[expired_rows] = -np.inf
     before: Any = None
     in_scope: Any = None
     if filters:
@@ -79,7 +90,7 @@ def vector_lane(
         approx[~in_scope] = -np.inf
     else:
         with_vector = len(ids) - removed - len(refuted_rows) - len(expired_rows)
-        missing = hidden.live_total(store, now) - with_vector
+        missing = hidden.live_total(store, expired) - with_vector
     # |approx - cosine| <= bound: float32 rounding of the unit query, the products,
     # the sums, the norms and the division (about 1.5 * dim + 4 units of 2**-24 for
     # a norm in NORM_RANGE), more than doubled for safety.
@@ -100,15 +111,11 @@ def vector_lane(
 
 
 def _no_vectors_lane(
-    store: SearchIndex,
-    filters: Mapping[str, Any],
-    live_total: Callable[[SearchIndex, str], int],
-    now: str,
-    pool_size: int,
+    store: SearchIndex, filters: Mapping[str, Any], hidden: Hidden, expired: Any, pool_size: int
 ) -> Lane:
     """The lane when no stored vector can be found: every live, in-scope record is missing."""
     lane = lane_from_ranking((), pool_size)
-    lane.missing = len(_scope_ids(store, filters)) if filters else live_total(store, now)
+    lane.missing = len(_scope_ids(store, filters)) if filters else hidden.live_total(store, expired)
     return lane
 
 
@@ -131,17 +138,22 @@ def _approximate_cosines(cached: Any, query64: Any) -> tuple[Any, int]:
     (unknown: the exact pass decides) or 0 (a row of zeros, as ``cosine()`` says).
     """
     np = np_module()
+    odd, zeros = _odd_rows(cached)
     query_norm = math.sqrt(float(np.dot(query64, query64)))
     if QUERY_NORM_RANGE[0] <= query_norm <= QUERY_NORM_RANGE[1]:
         unit = (query64 / query_norm).astype(np.float32)
         approx = np.asarray(cached.matrix @ unit, dtype=np.float32)
-        with np.errstate(all="ignore"):
+        if len(odd) or len(zeros) or (cached.removed is not None and len(cached.removed)):
+            with np.errstate(all="ignore"):
+                np.divide(approx, cached.norms, out=approx)
+        else:  # every norm in NORM_RANGE (none zeroed since): no division makes a NaN
             np.divide(approx, cached.norms, out=approx)
     else:  # a query of zeros (cosine 0 with every row), or of extreme values
         approx = np.full(len(cached.norms), np.inf, dtype=np.float32)
-    odd, zeros = _odd_rows(cached)
-    approx[odd] = np.inf
-    approx[zeros] = 0.0
+    if len(odd):
+        approx[odd] = np.inf
+    if len(zeros):
+        approx[zeros] = 0.0
     removed = 0
     if cached.removed is not None and len(cached.removed):
         approx[cached.removed] = -np.inf  # rows of forgotten records: zeros, never a result
@@ -218,7 +230,7 @@ def _would_enter(
     near = np.flatnonzero((approx >= line - bound) & ~sure & (approx != 0.0))
     if len(near):
         query_sq = float(np.cumsum(query64 * query64)[-1])
-        exact = _exact_cosines(cached.matrix, rows[near], query64, query_sq)
+        exact = _exact_cosines(cached.matrix, rows[near], query64, query_sq, cached.squares)
         ok = exact > 0
         if full:
             ok &= (exact > line) | ((exact == line) & (cached.ids[rows[near]] < best[-1][0]))
@@ -243,16 +255,22 @@ def _best_rows(
 ) -> tuple[list[tuple[int, float]], dict[int, tuple[str | None, str | None]]]:
     """Best-first over the approximate scores until no unseen row can reach the pool.
 
-    Rows are taken in rounds by approximate score, scored exactly, and the
-    best ``pool_size`` are checked against the records table (live, in scope,
-    with their dates). A round takes every row down to a limit: twice the
+    Rows are taken in rounds by approximate score, scored exactly, and the best
+    ``pool_size`` kept. A round takes every row down to a limit: twice the
     rounding bound below the ``take``-th best approximate score, so that the
     rows tied at the pool's edge come in together; the rows left, all below
     the limit, are the unseen ones. The loop stops once the limit, plus the
     rounding bound, is below the pool's last exact score (or once the limit
     is at or below the bound under 0: no unseen row can have a positive cosine).
+
+    Out of scope rows are -inf already, and the scope holds records alone: only
+    an unfiltered pool may need its records confirmed (``_rows_have_records``).
+    Then the best rows are checked against the records table (live, with their
+    dates) and a row without a live record is passed over; otherwise the dates
+    are left to the caller (an empty mapping).
     """
     np = np_module()
+    confirm = not filters and not _rows_have_records(store, cached)
     n = len(approx)
     ids = cached.ids
     floor = np.float32(-bound)  # every row whose cosine can still be positive is at or above it
@@ -261,40 +279,114 @@ def _best_rows(
     negated = np.zeros(0, dtype=np.float64)  # -cosine of the scored rows (positive ones only)
     scored_ids = np.zeros(0, dtype=ids.dtype)  # in the same order: best first, then by id
     dates: dict[int, tuple[str | None, str | None]] = {}
-    missing: set[int] = set()
     query_sq = float(np.cumsum(query64 * query64)[-1])  # in order, as cosine() sums it
+    squares = _row_squares(cached)
     take = min(n, pool_size + 32)
     seen: Any = None  # rows at or above this limit have been scored (None: none yet)
-    top: list[tuple[float, int]] = []
     while True:
         limit, rows = _next_rows(approx, take, bound, floor, seen)
         seen = limit
         if len(rows):
-            cosines = _exact_cosines(cached.matrix, rows, query64, query_sq)
+            cosines = _exact_cosines(cached.matrix, rows, query64, query_sq, squares)
             positive = cosines > 0
-            negated = np.concatenate([negated, -cosines[positive]])
-            scored_ids = np.concatenate([scored_ids, ids[rows[positive]]])
-            order = np.lexsort((scored_ids, negated))
+            if len(scored_ids):
+                negated = np.concatenate([negated, -cosines[positive]])
+                scored_ids = np.concatenate([scored_ids, ids[rows[positive]]])
+                order = np.lexsort((scored_ids, negated))
+            else:  # the first round: its rows, and their ids, ascend
+                negated = -cosines[positive]
+                scored_ids = ids[rows[positive]]
+                order = np.argsort(negated, kind="stable")
             negated, scored_ids = negated[order], scored_ids[order]
-        while True:  # the best pool_size scored rows, each confirmed live and in scope
-            keep = slice(None)
-            if missing:
-                keep = ~np.isin(scored_ids, np.fromiter(missing, dtype=scored_ids.dtype))
-            top_ids = scored_ids[keep][:pool_size].tolist()
-            top = list(zip(negated[keep][:pool_size].tolist(), top_ids, strict=True))
-            unknown = sorted(set(top_ids).difference(dates))
-            if not unknown:
-                break
-            found = dates_of(store, unknown, filters)
-            dates.update(found)
-            missing.update(set(unknown).difference(found))
+        if confirm:
+            negated, scored_ids = _confirmed(store, negated, scored_ids, dates, filters, pool_size)
         # Every unseen row is below ``limit``: its cosine is below ``limit + bound``.
         if float(limit) <= -bound:
             break  # no unseen row can have a positive cosine
-        if len(top) >= pool_size and float(limit) + bound < -top[-1][0]:
+        if len(scored_ids) >= pool_size and float(limit) + bound < -negated[pool_size - 1]:
             break  # no unseen row can reach (or tie) the pool's last score
         take = min(n, take * 4)
-    return [(record_id, -neg) for neg, record_id in top], dates
+    top = np.negative(negated[:pool_size]).tolist()
+    return list(zip(scored_ids[:pool_size].tolist(), top, strict=True)), dates
+
+
+def _confirmed(
+    store: SearchIndex,
+    negated: Any,
+    scored_ids: Any,
+    dates: dict[int, tuple[str | None, str | None]],
+    filters: Mapping[str, Any],
+    pool_size: int,
+) -> tuple[Any, Any]:
+    """The scored rows (best first) less those whose record is not live and in scope,
+    read until the best ``pool_size`` are confirmed; their dates go into ``dates``."""
+    np = np_module()
+    while True:
+        top_ids = scored_ids[:pool_size].tolist()
+        unknown = sorted(set(top_ids).difference(dates))
+        if not unknown:
+            return negated, scored_ids
+        found = dates_of(store, unknown, filters)
+        dates.update(found)
+        gone = np.fromiter(set(unknown).difference(found), dtype=scored_ids.dtype)
+        if len(gone):
+            keep = ~np.isin(scored_ids, gone)
+            negated, scored_ids = negated[keep], scored_ids[keep]
+
+
+#: How memtui's schemas delete a record's vector with the record (in the records table's
+#: delete trigger; lower case, single spaces).
+_VECTOR_WITH_RECORD = "delete from vectors where record_id = old.id"
+
+
+def _rows_have_records(store: SearchIndex, cached: Any) -> bool:
+    """Whether every row of ``cached`` (removed rows aside) has a record, and keeps it
+    for as long as the matrix is current; found once per matrix.
+
+    It does when each row's record was there when this was found, and the file
+    deletes a record's vector with the record (``_deletes_vectors_with_records``):
+    a record deleted since then took its vector with it, and the vectors
+    changed, so the matrix is no longer current. Otherwise (a file made by
+    other means) the lane confirms its pool's records at each search.
+    """
+    held = cached.rows_recorded
+    if held is None:  # a copy not kept (no identity) is confirmed at each search, as built
+        held = cached.identity is not None and _deletes_vectors_with_records(store)
+        if held:
+            held = _all_recorded(store, cached.live_ids())
+        cached.rows_recorded = held
+    return held
+
+
+def _all_recorded(store: SearchIndex, ids: Any) -> bool:
+    """Whether every one of the ascending ``ids`` is a record's id.
+
+    When the records' ids have no gap (as many as from the lowest to the highest:
+    three quick queries), ``ids`` need only lie between those two; otherwise
+    every record id is read (one scan of the smallest index on records)."""
+    if not len(ids):
+        return True
+    top = store.query("SELECT max(id) FROM records")[0][0]
+    lowest = store.query("SELECT min(id) FROM records")[0][0]
+    if top is None:
+        return False
+    if store.query("SELECT count(*) FROM records")[0][0] == top - lowest + 1:
+        return bool(lowest <= ids[0] and ids[-1] <= top)
+    np = np_module()
+    records = np.sort(ids_from(store, "SELECT group_concat(id) FROM records"))
+    return bool(members(records, ids).all())
+
+
+def _deletes_vectors_with_records(store: SearchIndex) -> bool:
+    """Whether a trigger on the records table deletes a record's vector with it."""
+    triggers = store.query(
+        "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'records'"
+    )
+    for row in triggers:
+        text = " ".join(str(row[0] or "").lower().split())
+        if "after delete on records" in text and _VECTOR_WITH_RECORD in text:
+            return True
+    return False
 
 
 def _next_rows(approx: Any, take: int, bound: float, floor: Any, seen: Any) -> tuple[Any, Any]:
@@ -357,14 +449,24 @@ arrays (128 KB each) come from memory the allocator already holds, where a copy 
 every row at once is fresh memory, faulted in page by page at each search."""
 
 
-def _exact_cosines(matrix: Any, rows: Any, query64: Any, query_sq: float) -> Any:
+#: Chunks of at least this many rows are added up a position at a time across the rows
+#: (one call per position, each over every row), smaller ones along each row.
+COLUMN_SUM_MIN_ROWS = 256
+#: Matrices of at most this many values keep each row's sum of squares, found on first
+#: use (8 bytes a row; about 12 ms for 100,000 rows of 32 dims): the exact pass then adds
+#: up only the products with the query. A bigger matrix would pay more at its first
+#: search than its searches save (the exact pass's rows do not grow with the matrix).
+SQUARES_MAX_VALUES = 8_000_000
+
+
+def _exact_cosines(
+    matrix: Any, rows: Any, query64: Any, query_sq: float, squares: Any = None
+) -> Any:
     """``cosine(query, row)`` for each row, bit for bit as ``cosine()`` computes it.
 
     ``cosine()`` adds its float64 products one position at a time, from the
-    first. ``np.cumsum`` along a row does the same (an accumulation is strictly
-    sequential, where ``np.sum`` would add in pairs), so its last column is the
-    plain loop's sum; ``+ 0.0`` gives the loop's ``0.0`` where every product is
-    ``-0.0``. The rows are read a chunk at a time, in place (no transposed copy).
+    first, to a sum started at ``0.0``; so does ``_ordered_sums``. ``squares``,
+    when given, holds every row's sum of squares added that way (``_row_squares``).
     """
     np = np_module()
     out = np.zeros(len(rows), dtype=np.float64)
@@ -375,18 +477,74 @@ def _exact_cosines(matrix: Any, rows: Any, query64: Any, query_sq: float) -> Any
     step = max(1, EXACT_CHUNK_VALUES // max(1, len(query64)))
     for start in range(0, len(rows), step):
         chunk = rows[start : start + step]
-        values = rows_of[chunk].astype(np.float64)
-        products = values * values
-        np.cumsum(products, axis=1, out=products)
-        squares = products[:, -1] + 0.0
-        np.multiply(values, query64, out=values)
-        np.cumsum(values, axis=1, out=values)
-        dots = values[:, -1] + 0.0
-        nonzero = squares != 0.0
+        if squares is None:
+            sums, dots = _ordered_sums(rows_of[chunk], query64, squares=True)
+        else:
+            sums, dots = squares[chunk], _ordered_sums(rows_of[chunk], query64)[1]
+        nonzero = sums != 0.0
         out[start : start + len(chunk)][nonzero] = dots[nonzero] / (
-            query_norm * np.sqrt(squares[nonzero])
+            query_norm * np.sqrt(sums[nonzero])
         )
     return out
+
+
+def _ordered_sums(values32: Any, query64: Any, squares: bool = False) -> tuple[Any, Any]:
+    """Each row's sum of squares (with ``squares``, else None) and its dot with
+    ``query64`` (None: not asked), in float64, added to ``0.0`` one position at a
+    time, from the first, as ``cosine()`` adds them.
+
+    Two ways with the same additions in the same order: for many rows, one vector
+    addition per position over a transposed copy (each call adds one position of
+    every row); for a few, ``np.cumsum`` along each row (an accumulation is
+    strictly sequential, where ``np.sum`` would add in pairs), whose last column
+    is the sum (``+ 0.0`` gives the loop's ``0.0`` where every term is ``-0.0``).
+    """
+    np = np_module()
+    count, dim = values32.shape
+    if count >= COLUMN_SUM_MIN_ROWS:
+        values = np.empty((dim, count), dtype=np.float64)
+        values[...] = values32.T
+        query = None if query64 is None else query64[:, None]
+    else:
+        values = values32.astype(np.float64)
+        query = query64
+    sums = None
+    if squares:
+        sums = _in_order(np, values * values, count >= COLUMN_SUM_MIN_ROWS)
+    dots = None
+    if query is not None:
+        np.multiply(values, query, out=values)
+        dots = _in_order(np, values, count >= COLUMN_SUM_MIN_ROWS)
+    return sums, dots
+
+
+def _in_order(np: Any, terms: Any, by_columns: bool) -> Any:
+    """The sums of ``terms`` (positions by rows when ``by_columns``, else rows by
+    positions), added to ``0.0`` one position at a time; ``terms`` is overwritten."""
+    if by_columns:
+        total = np.zeros(terms.shape[1], dtype=np.float64)
+        for position in range(len(terms)):
+            total += terms[position]
+        return total
+    np.cumsum(terms, axis=1, out=terms)
+    return terms[:, -1] + 0.0
+
+
+def _row_squares(cached: Any) -> Any:
+    """Every row's sum of squares as ``_ordered_sums`` adds it, for a matrix of at most
+    ``SQUARES_MAX_VALUES`` values (None for a bigger one); found once per matrix. A
+    forget zeroes its rows' (``vector_erasure``), as it does their norms."""
+    held = cached.squares
+    if held is None and 0 < cached.dim and len(cached) * cached.dim <= SQUARES_MAX_VALUES:
+        np = np_module()
+        rows_of = np.asarray(cached.matrix)
+        held = np.empty(len(rows_of), dtype=np.float64)
+        step = max(COLUMN_SUM_MIN_ROWS, EXACT_CHUNK_VALUES // cached.dim)
+        for start in range(0, len(rows_of), step):
+            block = rows_of[start : start + step]
+            held[start : start + len(block)] = _ordered_sums(block, None, squares=True)[0]
+        cached.squares = held
+    return held
 
 
 def _check_dimensions(
