@@ -12,7 +12,8 @@ medians, their ratio and the target:
 
 - first screen: open the store, its tier facets and its first page of 200;
 - page of 200: a keyset page from the middle;
-- tier facets: items per tier (``tier_counts``) and per namespace (``facets``);
+- tier facets: items per tier (``tier_counts``) and per namespace (``facets``), each
+  read afresh (``reread`` first: the change probe and the one scan the views share);
 - vector lane: the lane (pool 100) with the HNSW index, and with index scans off
   (``enable_indexscan``) against the raw ``ORDER BY embedding <=> q LIMIT k``;
 - keyword index: the first build (rows/s) against reading every row, and the
@@ -171,7 +172,7 @@ def browse_rows(url: str, repeats: int, cache: Path) -> list[Row]:
         out.append(
             alternate(
                 Row("tier facets", target="< 300 ms"),
-                lambda: source.tier_counts(),
+                lambda: cold(source, source.tier_counts),
                 lambda: conn.execute(
                     "SELECT split_part(prefix, '.', 1), count(*) FROM store "
                     "WHERE expires_at IS NULL OR expires_at > now() GROUP BY 1"
@@ -182,7 +183,7 @@ def browse_rows(url: str, repeats: int, cache: Path) -> list[Row]:
         out.append(
             alternate(
                 Row("namespace facets", target="< 300 ms"),
-                lambda: source.facets(),
+                lambda: cold(source, source.facets),
                 lambda: conn.execute(
                     "SELECT prefix, count(*) FROM store "
                     "WHERE expires_at IS NULL OR expires_at > now() GROUP BY 1"
@@ -192,6 +193,13 @@ def browse_rows(url: str, repeats: int, cache: Path) -> list[Row]:
         )
     conn.close()
     return out
+
+
+def cold(source: Any, read: Any) -> Any:
+    """``read()`` as F5 runs it: nothing kept (``reread``), so the change probe runs
+    and the counts are read again; the views after it share what it read."""
+    source.reread()
+    return read()
 
 
 def index_rows(url: str, items: int, repeats: int, cache: Path) -> list[Row]:

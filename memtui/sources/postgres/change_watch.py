@@ -87,6 +87,17 @@ class ChangeWatch:
                 return self.run(counters)
         return self.run()
 
+    def observe(self, read: Callable[[], tuple[Any, Any]]) -> tuple[Any, Any]:
+        """``read()``, a read whose scan also gives the probe's answer (``(value,
+        version)``): that answer is kept as the probe's, paced by the read's cost."""
+        with self._lock:
+            counters = self.counters()
+            started = self.clock()
+            value, version = read()
+            self.probes += 1
+            self._last = _Probed(version, started, self.clock() - started, counters)
+            return value, version
+
     def run(self, counters: Any = None) -> Any:
         """The probe now (its answer kept for ``version``); ``counters`` read just before,
         if they were."""

@@ -37,7 +37,7 @@ from memtui.sources.base import (
     decode_id,
     encode_id,
 )
-from memtui.sources.cache import FilterSql
+from memtui.sources.cache import FilterSql, fingerprint_text
 from memtui.sources.langgraph_read import (
     ID_PREFIX,
     item_id_hint,
@@ -49,7 +49,7 @@ from memtui.sources.langgraph_read import (
 )
 from memtui.sources.postgres.catalog import PgDatabase
 from memtui.sources.postgres.index_file import PostgresIndex
-from memtui.sources.postgres.index_sync import ChangeFeed
+from memtui.sources.postgres.index_sync import ChangeFeed, StoreProbe
 from memtui.sources.postgres.langgraph_feed import LangGraphFeed, iso
 from memtui.sources.postgres.langgraph_forget import LangGraphPostgresForget
 from memtui.sources.postgres.prefix_counts import PrefixCounts, tiers_of
@@ -234,11 +234,17 @@ class LangGraphPostgresSource(LangGraphPostgresForget, PostgresSource):
     def _by_prefix(self, include_hidden: bool) -> list[tuple[str, int]]:
         """Items per namespace (live, or all): one scan per state of the store, kept
         (``prefix_counts``)."""
-        counts = self.kept.get(
-            "prefix_counts",
-            lambda: PrefixCounts.of(self.query(PrefixCounts.sql(self._store, self._has_ttl()))),
+        counts = self.kept.get_versioned(
+            "prefix_counts", lambda: self._watch.observe(self._count_prefixes)
         )
         return counts.counts(None if include_hidden or not self._has_ttl() else self.now())
+
+    def _count_prefixes(self) -> tuple[PrefixCounts, str]:
+        """The items per namespace and the change probe's answer, from one scan."""
+        rows = self.query(PrefixCounts.sql(self._store, self._has_ttl()))
+        count, latest, expiries = PrefixCounts.probe_of(rows)
+        probe = StoreProbe(rows=count, latest=iso(latest), expiries=expiries)
+        return PrefixCounts.of(rows), fingerprint_text(probe.to_json())
 
     def scope_parent(self, key: str, value: Any) -> str | None:
         return namespace_parent(key, value)

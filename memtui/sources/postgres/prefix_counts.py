@@ -17,7 +17,7 @@ probe: ``change_watch``) or the source says to read again (F5, a forget made her
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -41,23 +41,43 @@ class PrefixCounts:
 
     @staticmethod
     def sql(table: str, has_ttl: bool) -> str:
+        """Per namespace: items, their expiries packed, and the change probe's parts (the
+        latest ``updated_at``, the expiries' count and sum), so that this one scan also
+        says which state of the store it counted (``probe_of``)."""
+        micros_sql = "(extract(epoch FROM s.expires_at) * 1000000)::bigint"
         expiries = (
-            "string_agg(int8send((extract(epoch FROM s.expires_at) * 1000000)::bigint), "
-            "''::bytea) FILTER (WHERE s.expires_at IS NOT NULL)"
+            f"string_agg(int8send({micros_sql}), ''::bytea) "
+            f"FILTER (WHERE s.expires_at IS NOT NULL), count(s.expires_at), sum({micros_sql})"
             if has_ttl
-            else "NULL::bytea"
+            else "NULL::bytea, 0, NULL"
         )
-        return f"SELECT s.prefix, count(*), {expiries} FROM {table} AS s GROUP BY s.prefix"
+        return (
+            f"SELECT s.prefix, count(*), {expiries}, max(s.updated_at) "
+            f"FROM {table} AS s GROUP BY s.prefix"
+        )
 
     @classmethod
-    def of(cls, rows: Iterable[tuple[Any, Any, Any]]) -> PrefixCounts:
+    def of(cls, rows: Iterable[Sequence[Any]]) -> PrefixCounts:
         totals: dict[str, int] = {}
         expiries: dict[str, Any] = {}
-        for prefix, count, packed in rows:
+        for prefix, count, packed, *_probe in rows:
             totals[str(prefix)] = int(count)
             if packed:
                 expiries[str(prefix)] = np.sort(np.frombuffer(bytes(packed), dtype=">i8"))
         return cls(totals, expiries)
+
+    @staticmethod
+    def probe_of(rows: Sequence[Sequence[Any]]) -> tuple[int, Any, list[Any]]:
+        """The change probe's answer (rows, latest ``updated_at``, the expiries' count and
+        sum as text) from ``sql``'s rows: the sums of what the probe sums at once."""
+        with_ttl = sum(int(r[3]) for r in rows)
+        ttl_sum = sum(int(r[4]) for r in rows if r[4] is not None)
+        latest = max((r[5] for r in rows if r[5] is not None), default=None)
+        return (
+            sum(int(r[1]) for r in rows),
+            latest,
+            [with_ttl, str(ttl_sum) if with_ttl else None],
+        )
 
     def counts(self, now: datetime | None) -> list[tuple[str, int]]:
         """(namespace, items) of every namespace with any: all of them (``now`` None),
@@ -100,6 +120,18 @@ class KeptReads:
                 return held[1]
             value = read()
             self._kept[name] = (token, value)
+            return value
+
+    def get_versioned(self, name: str, read: Callable[[], tuple[Any, Any]]) -> Any:
+        """``get`` of a read that also gives the store's version it saw (the probe's
+        answer, from the same scan): with nothing kept, that one read is all; its
+        version is then what later reads compare with ``token()``."""
+        with self._lock:
+            held = self._kept.get(name)
+            if held is not None and held[0] == self.token():
+                return held[1]
+            value, version = read()
+            self._kept[name] = (version, value)
             return value
 
     def clear(self) -> None:

@@ -143,3 +143,34 @@ def test_the_index_status_asks_the_paced_probe_not_the_store(lg_store):
             source.index_status()
         assert len(probes) <= 1  # the watch's one probe at most, not one per status
         assert [r.id for r in source.search("meanwhile").results] == ["lg:memories.user-9/new"]
+
+
+def test_the_count_also_answers_the_change_probe(lg_store):
+    """With nothing kept (a first screen, F5) the one scan that counts the namespaces also
+    gives the probe's answer, the same the probe gives: no probe runs before it."""
+    with open_source(lg_store, clock=lambda: NOW) as source:
+        ticks = itertools.count()
+        source._watch.clock = lambda: float(next(ticks))
+        source._watch.cheap_seconds = 0.0
+        statements = []
+        query = source.query
+
+        def listening(statement, params=()):
+            statements.append(statement)
+            return query(statement, params)
+
+        source.query = listening
+        source.tier_counts()
+        source.facets(include_hidden=True)
+        probes = [s for s in statements if "max(s.updated_at)" in s and "GROUP BY" not in s]
+        assert probes == [] and len([s for s in statements if "GROUP BY s.prefix" in s]) == 1
+        assert source._watch._last.version == source.fingerprint()
+        with open_library(lg_store) as store:
+            store.delete(("bulk",), "b00")
+        source.reread()
+        assert source.tier_counts()["bulk"] == 23
+        assert source._watch._last.version == source.fingerprint()
+
+
+def test_an_empty_store_counts_as_its_probe_says():
+    assert PrefixCounts.probe_of([]) == (0, None, [0, None])
