@@ -76,14 +76,14 @@ def random_rows(draw):
     return matrix, rows, query
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tied_rows())
 def test_exact_cosines_are_cosines_bits_on_tied_rows(case):
     matrix, rows, query = case
     assert bits(exact(matrix, rows, query)) == bits(row_by_row(matrix, rows, query))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_rows())
 def test_exact_cosines_are_cosines_bits_on_random_rows(case):
     matrix, rows, query = case
@@ -94,7 +94,7 @@ def test_exact_cosines_are_cosines_bits_on_random_rows(case):
 # same cases with every chunk taken that way.
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tied_rows())
 def test_exact_cosines_by_columns_are_cosines_bits_on_tied_rows(case):
     matrix, rows, query = case
@@ -102,7 +102,7 @@ def test_exact_cosines_by_columns_are_cosines_bits_on_tied_rows(case):
         assert bits(exact(matrix, rows, query)) == bits(row_by_row(matrix, rows, query))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_rows())
 def test_exact_cosines_by_columns_are_cosines_bits_on_random_rows(case):
     matrix, rows, query = case
@@ -124,7 +124,7 @@ def _kept_squares(matrix):
     return vector_module._row_squares(cached)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(tied_rows(), random_rows()), st.sampled_from([1, 10**9]))
 def test_exact_cosines_from_kept_squares_are_cosines_bits(case, column_min):
     """The sums of squares kept per row, added up by columns or along rows, then the
