@@ -99,3 +99,18 @@ def vector_text_casts(source: Any, statement: tuple[str, list[Any]], column: str
 
     walk(plan[0]["Plan"], 0)
     return found
+
+
+def index_rows(source):
+    """What memtui's index holds: source id, content, expiry."""
+    index = source.index.store()
+    return sorted(
+        tuple(r) for r in index.query("SELECT source_id, content, expires_at FROM records")
+    )
+
+
+def store_rows(source):
+    """What a fresh read of the store gives for the same columns."""
+    return sorted(
+        (r.id, r.content, source.cache_expiry(r)) for r in source.iter_records(include_hidden=True)
+    )

@@ -9,7 +9,7 @@ from conftest import fixed_clock
 from memtui.sources import open_source
 from memtui.sources.postgres.key_buckets import FINE_BUCKETS, fine_counts
 
-from .support import ITEMS, open_library, sql
+from .support import ITEMS, index_rows, open_library, sql, store_rows
 
 
 def opened(url, **kwargs):
@@ -28,21 +28,6 @@ def looked_up(source):
 
     source.feed.existing = listening
     return asked
-
-
-def index_rows(source):
-    """What memtui's index holds: source id, content, expiry."""
-    index = source.index.store()
-    return sorted(
-        tuple(r) for r in index.query("SELECT source_id, content, expires_at FROM records")
-    )
-
-
-def store_rows(source):
-    """What a fresh read of the store gives for the same columns."""
-    return sorted(
-        (r.id, r.content, source.cache_expiry(r)) for r in source.iter_records(include_hidden=True)
-    )
 
 
 def test_reopening_after_changes_reads_only_the_changed_rows(lg_store):

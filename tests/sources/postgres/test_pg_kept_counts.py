@@ -24,18 +24,21 @@ class Clock:
         return self.now
 
 
-def grouped(source):
-    """How many ``GROUP BY prefix`` scans the source runs, counted as it runs them."""
-    seen = []
+def listened(source):
+    """Every statement the source runs, in order (the store is real: this only listens)."""
+    seen: list[str] = []
     query = source.query
 
     def listening(statement, params=()):
-        if "GROUP BY s.prefix" in statement:
-            seen.append(statement)
+        seen.append(statement)
         return query(statement, params)
 
     source.query = listening
     return seen
+
+
+def grouped(statements):
+    return [s for s in statements if "GROUP BY s.prefix" in s]
 
 
 def direct(url, live_at=None):
@@ -49,14 +52,14 @@ def direct(url, live_at=None):
 def test_every_view_shares_one_scan_and_the_counts_are_the_databases(lg_url):
     clock = Clock()
     with open_source(lg_url, clock=clock) as source:
-        scans = grouped(source)
+        statements = listened(source)
         live = source.facets()
         every = source.facets(include_hidden=True)
         tiers = source.tier_counts()
         every_tier = source.tier_counts(include_hidden=True)
         values = source.scope_values("namespace")
         source.summary()
-        assert len(scans) == 1  # the tree, the search bar and the banner: one scan
+        assert len(grouped(statements)) == 1  # the tree, the search bar, the banner
         by_prefix = source._by_prefix(include_hidden=False)
         assert dict(by_prefix) == direct(lg_url, NOW)
         assert dict(source._by_prefix(include_hidden=True)) == direct(lg_url)
@@ -68,19 +71,19 @@ def test_every_view_shares_one_scan_and_the_counts_are_the_databases(lg_url):
         clock.now = NOW + timedelta(days=2)
         assert dict(source._by_prefix(include_hidden=False)) == direct(lg_url, clock.now)
         assert source.tier_counts().get("sessions", 0) == 0
-        assert len(scans) == 1
+        assert len(grouped(statements)) == 1
 
 
 def test_a_change_the_probe_sees_counts_again(lg_store):
     with open_source(lg_store, clock=lambda: NOW) as source:
         source._watch.cheap_seconds = float("inf")  # a small store: probed whenever asked
-        scans = grouped(source)
+        statements = listened(source)
         before = source.tier_counts()
         with open_library(lg_store) as store:
             store.put(("memories", "user-9"), "new", {"text": "written meanwhile"})
         after = source.tier_counts()
         assert after["memories"] == before["memories"] + 1
-        assert len(scans) == 2
+        assert len(grouped(statements)) == 2
 
 
 def test_reread_counts_again_where_the_paced_probe_has_not_run(lg_store):
@@ -127,20 +130,13 @@ def test_the_index_status_asks_the_paced_probe_not_the_store(lg_store):
         source._watch.clock = lambda: float(next(ticks))
         source._watch.cheap_seconds = 0.0
         source.search("trip")
-        probes = []
-        query = source.query
-
-        def listening(statement, params=()):
-            if "max(s.updated_at)" in statement:
-                probes.append(statement)
-            return query(statement, params)
-
-        source.query = listening
+        statements = listened(source)
         assert source.index_status()["ready"]
         with open_library(lg_store) as store:
             store.put(("memories", "user-9"), "new", {"text": "written meanwhile"})
         for _ in range(3):
             source.index_status()
+        probes = [s for s in statements if "max(s.updated_at)" in s]
         assert len(probes) <= 1  # the watch's one probe at most, not one per status
         assert [r.id for r in source.search("meanwhile").results] == ["lg:memories.user-9/new"]
 
@@ -152,18 +148,11 @@ def test_the_count_also_answers_the_change_probe(lg_store):
         ticks = itertools.count()
         source._watch.clock = lambda: float(next(ticks))
         source._watch.cheap_seconds = 0.0
-        statements = []
-        query = source.query
-
-        def listening(statement, params=()):
-            statements.append(statement)
-            return query(statement, params)
-
-        source.query = listening
+        statements = listened(source)
         source.tier_counts()
         source.facets(include_hidden=True)
         probes = [s for s in statements if "max(s.updated_at)" in s and "GROUP BY" not in s]
-        assert probes == [] and len([s for s in statements if "GROUP BY s.prefix" in s]) == 1
+        assert probes == [] and len(grouped(statements)) == 1
         assert source._watch._last.version == source.fingerprint()
         with open_library(lg_store) as store:
             store.delete(("bulk",), "b00")

@@ -12,7 +12,7 @@ from memtui.sources import open_source
 from memtui.sources.postgres import index_sync
 from memtui.sources.postgres import langgraph_feed as langgraph
 
-from .support import open_library
+from .support import index_rows, open_library, store_rows
 
 
 def opened(url, **kwargs):
@@ -35,19 +35,6 @@ def listened(source):
 
 def scans_by_update_time(statements):
     return [s for s in statements if "WHERE s.updated_at >" in s and "FILTER (" not in s]
-
-
-def index_rows(source):
-    index = source.index.store()
-    return sorted(
-        tuple(r) for r in index.query("SELECT source_id, content, expires_at FROM records")
-    )
-
-
-def store_rows(source):
-    return sorted(
-        (r.id, r.content, source.cache_expiry(r)) for r in source.iter_records(include_hidden=True)
-    )
 
 
 def change(url):
