@@ -26,10 +26,10 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.baselines import numpy_cosine_top
 from benchmarks.foreign_bench import (
     RARE_RUNS,
     RAW_FTS,
@@ -322,7 +322,7 @@ def lane_rows(source: Any, repeats: int, dims: int) -> list[Row]:
         ours, base = interleaved(
             [None],
             lambda _c, q=query: vector_lane(index, q, None, 100),
-            lambda _c, q=query: _numpy_top(cached.matrix, cached.norms, q),
+            lambda _c, q=query: numpy_cosine_top(cached.matrix, cached.norms, q, 100),
             repeats,
         )
         row = Row(
@@ -333,21 +333,6 @@ def lane_rows(source: Any, repeats: int, dims: int) -> list[Row]:
         )
         rows.append(with_target(row, "<= 1.3x", at_most_times(1.3)))
     return rows
-
-
-def _numpy_top(matrix: Any, norms: Any, query: Sequence[float], k: int = 100) -> Any:
-    """Raw numpy's top ``k`` rows by cosine and their cosines, on the lane's own matrix and
-    the row norms stored with it: the float32 product with the unit query, divided by the
-    norms in place, ``argpartition``, the ``k`` sorted."""
-    import numpy as np
-
-    unit = np.asarray(query, dtype=np.float32)
-    unit /= np.float32(np.linalg.norm(unit))
-    scores = matrix @ unit
-    scores /= norms
-    top = np.argpartition(-scores, min(k, len(scores) - 1))[:k]
-    top = top[np.argsort(-scores[top])]
-    return top, scores[top]
 
 
 def forget_rows(folder: Path, work: Path, cache: Path) -> list[Row]:

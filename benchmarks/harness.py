@@ -51,6 +51,7 @@ import numpy as np
 
 from benchmarks import app_search, app_start
 from benchmarks import generate as gen
+from benchmarks.baselines import numpy_cosine_top
 from memtui.core import vector_cache, vector_matrix
 from memtui.core.search import (
     explain_keyword,
@@ -542,15 +543,8 @@ def _raw_decode(store: MemoryStore, dim: int) -> Any:
 
 
 def _numpy_top(matrix: Any, norms: Any, query: Any, k: int = POOL) -> Any:
-    """Raw numpy's top ``k`` rows by cosine on the lane's matrix and the row norms stored
-    with it: the float32 product with the unit query, divided by the norms in place,
-    ``argpartition``, the ``k`` sorted."""
-    unit = np.asarray(query, dtype=np.float32)
-    unit /= np.float32(np.linalg.norm(unit))
-    scores = matrix @ unit
-    scores /= norms
-    top = np.argpartition(-scores, min(k, len(scores) - 1))[:k]
-    return top[np.argsort(-scores[top])]
+    """Raw numpy's top ``k`` rows by cosine (``baselines.numpy_cosine_top``)."""
+    return numpy_cosine_top(matrix, norms, query, k)[0]
 
 
 def _norms_beside(matrix_file: Any, fallback: Any) -> Any:

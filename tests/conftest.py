@@ -121,3 +121,20 @@ def cli_db(runner, tmp_path):
     result = runner.invoke(main, ["ingest", str(SAMPLE_CORPUS), "--db", str(db)])
     assert result.exit_code == 0, result.output
     return db
+
+
+def vector_pool_row_by_row(store, query_vector, pool_size):
+    """The vector lane's pool, row by row: the live records with a vector and a positive
+    cosine, best first, ties by id (what the lane must give, bit for bit)."""
+    from memtui.core.search import cosine
+    from memtui.core.store import unpack_vector
+
+    where, params = store.scope_clause({}, alias="r")
+    rows = store.query(
+        "SELECT v.record_id, v.vector FROM vectors AS v JOIN records AS r ON r.id = v.record_id "
+        f"WHERE {where}",
+        params,
+    )
+    scored = [(rid, cosine(query_vector, unpack_vector(blob))) for rid, blob in rows]
+    scored = sorted(((r, s) for r, s in scored if s > 0), key=lambda item: (-item[1], item[0]))
+    return scored[:pool_size]

@@ -12,7 +12,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from conftest import fixed_clock
+from conftest import fixed_clock, vector_pool_row_by_row
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -22,7 +22,7 @@ from memtui.core.embed import HashEmbedder
 from memtui.core.search import cosine
 from memtui.core.search import vector as vector_module
 from memtui.core.search.vector import _exact_cosines, vector_lane
-from memtui.core.store import MemoryStore, pack_vector, unpack_vector
+from memtui.core.store import MemoryStore, pack_vector
 
 
 def bits(values):
@@ -222,20 +222,6 @@ def test_exact_cosines_in_chunks_are_the_same(monkeypatch, column_min):
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
 
 
-def reference_pool(store, query_vector, pool_size):
-    """Row by row: the live records with a positive cosine, best first, ties by id."""
-    where, params = store.scope_clause({}, alias="r")
-    rows = store.query(
-        "SELECT v.record_id, v.vector FROM vectors AS v JOIN records AS r ON r.id = v.record_id "
-        f"WHERE {where}",
-        params,
-    )
-    scored = [(rid, cosine(query_vector, unpack_vector(blob))) for rid, blob in rows]
-    scored = [(rid, score) for rid, score in scored if score > 0]
-    scored.sort(key=lambda item: (-item[1], item[0]))
-    return scored[:pool_size]
-
-
 @pytest.mark.parametrize("pool_size", [1, 5, 40, 150, 400])
 def test_the_lane_is_the_row_by_row_pool_with_ties_odd_rows_and_several_rounds(
     tmp_path, monkeypatch, pool_size
@@ -272,7 +258,7 @@ def test_the_lane_is_the_row_by_row_pool_with_ties_odd_rows_and_several_rounds(
         queries += [[1.0] + [0.0] * 7, [0.0] * 8]
         for query in queries:
             lane = vector_lane(store, query, None, pool_size)
-            want = reference_pool(store, query, pool_size)
+            want = vector_pool_row_by_row(store, query, pool_size)
             assert [i for i, _ in lane.raw.items()] == [i for i, _ in want]
             assert bits(list(lane.raw.values())) == bits([s for _, s in want])
 
@@ -339,7 +325,7 @@ def test_the_lane_over_thousands_of_rows_is_the_row_by_row_pool(
         for query in (vectors[7].tolist(), rng.standard_normal(8).tolist(), [1.0] * 8):
             for pool_size in (5, 20, 100):
                 lane = vector_lane(store, query, None, pool_size)
-                want = reference_pool(store, query, pool_size)
+                want = vector_pool_row_by_row(store, query, pool_size)
                 assert [i for i, _ in lane.raw.items()] == [i for i, _ in want]
                 assert bits(list(lane.raw.values())) == bits([s for _, s in want])
         assert (vector_cache.load(store).squares is not None) is kept_squares

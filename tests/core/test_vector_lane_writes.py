@@ -12,15 +12,15 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
-from conftest import NOW, fixed_clock
+from conftest import NOW, fixed_clock, vector_pool_row_by_row
 
 from memtui.core import vector_cache
 from memtui.core.embed import HashEmbedder
 from memtui.core.records import format_timestamp
-from memtui.core.search import cosine, hybrid_search
+from memtui.core.search import hybrid_search
 from memtui.core.search import vector as vector_module
 from memtui.core.search.vector import vector_lane
-from memtui.core.store import MemoryStore, pack_vector, unpack_vector
+from memtui.core.store import MemoryStore, pack_vector
 
 WORDS = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima".split()
 DIM = 8
@@ -45,22 +45,9 @@ def _fill(store, n=80, seed=5):
     ]
 
 
-def oracle(store, query_vector, pool_size):
-    """Row by row: the live records with a vector and a positive cosine, best first."""
-    where, params = store.scope_clause({}, alias="r")
-    rows = store.query(
-        "SELECT v.record_id, v.vector FROM vectors AS v JOIN records AS r ON r.id = v.record_id "
-        f"WHERE {where}",
-        params,
-    )
-    scored = [(rid, cosine(query_vector, unpack_vector(blob))) for rid, blob in rows]
-    scored = sorted(((r, s) for r, s in scored if s > 0), key=lambda item: (-item[1], item[0]))
-    return scored[:pool_size]
-
-
 def assert_lane_is_the_oracle(store, query, pool_size=10):
     lane = vector_lane(store, query, None, pool_size)
-    assert list(lane.raw.items()) == oracle(store, query, pool_size)
+    assert list(lane.raw.items()) == vector_pool_row_by_row(store, query, pool_size)
     return lane
 
 

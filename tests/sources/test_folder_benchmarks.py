@@ -80,24 +80,3 @@ def test_the_chroma_benchmark_can_run_its_vector_rows_alone(tmp_path, capsys):
     out = capsys.readouterr().out
     _assert_every_row(out, (*CHROMA_ROWS, "memtui's index, first build"))
     assert "keyword" not in out and "forget" not in out
-
-
-def test_the_chroma_benchmarks_numpy_baseline_ranks_by_cosine():
-    """The lane's baseline is raw numpy's cosine top 100, not the top dot products."""
-    import numpy as np
-
-    from memtui.core.search import cosine
-
-    bench = _bench("chroma_source", "chromadb")
-    rng = np.random.default_rng(3)
-    matrix = rng.standard_normal((400, 16)) * rng.uniform(0.1, 10.0, (400, 1))
-    matrix = matrix.astype(np.float32)
-    norms = np.linalg.norm(matrix, axis=1).astype(np.float32)
-    query = rng.standard_normal(16).tolist()
-    exact = [cosine(query, row.tolist()) for row in matrix]
-    want = sorted(range(len(exact)), key=lambda r: -exact[r])[:10]
-    top, scores = bench._numpy_top(matrix, norms, query, k=10)
-    assert top.tolist() == want
-    assert np.allclose(scores, [exact[r] for r in want], atol=1e-5)
-    dots = matrix @ np.asarray(query, dtype=np.float32)
-    assert np.argsort(-dots)[:10].tolist() != want  # the rows' lengths change the ranking
