@@ -7,6 +7,7 @@ Every ``import`` counts, at module level or inside a function, except the ones u
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -25,8 +26,10 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+@functools.cache
 def all_modules() -> dict[str, Path]:
-    """Every module of the package by dotted name (packages by their ``__init__``)."""
+    """Every module of the package by dotted name (packages by their ``__init__``): read
+    once, as every module's imports are resolved against it."""
     return {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
 
 
@@ -39,28 +42,38 @@ def is_type_checking_block(node: ast.AST) -> bool:
     )
 
 
+STATEMENT_HOLDERS = (ast.stmt, ast.excepthandler, ast.match_case)
+"""The nodes an import statement can be under: an expression holds none (a lambda's body
+is an expression), so the walk never goes into one."""
+
+
 def import_nodes(node: ast.AST, *, type_checking: bool) -> Iterator[ast.Import | ast.ImportFrom]:
     """Every import statement under ``node``; those under ``if TYPE_CHECKING:`` only when
     ``type_checking`` (the ``else:`` branch of such a block runs, so it always counts)."""
-    for child in ast.iter_child_nodes(node):
+    pending = [
+        child for child in ast.iter_child_nodes(node) if isinstance(child, STATEMENT_HOLDERS)
+    ]
+    while pending:
+        child = pending.pop()
         if isinstance(child, ast.Import | ast.ImportFrom):
             yield child
         elif is_type_checking_block(child):
             assert isinstance(child, ast.If)
+            pending.extend(child.orelse)
             if type_checking:
-                for statement in child.body:
-                    yield from import_nodes_in(statement, type_checking=type_checking)
-            for statement in child.orelse:
-                yield from import_nodes_in(statement, type_checking=type_checking)
+                pending.extend(child.body)
         else:
-            yield from import_nodes(child, type_checking=type_checking)
+            pending.extend(
+                grandchild
+                for grandchild in ast.iter_child_nodes(child)
+                if isinstance(grandchild, STATEMENT_HOLDERS)
+            )
 
 
-def import_nodes_in(statement: ast.stmt, *, type_checking: bool):
-    if isinstance(statement, ast.Import | ast.ImportFrom):
-        yield statement
-    else:
-        yield from import_nodes(statement, type_checking=type_checking)
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for all the rules that read it."""
+    return ast.parse(path.read_text(), filename=str(path))
 
 
 def imported_names(name: str, path: Path, *, type_checking: bool = False) -> set[str]:
@@ -69,8 +82,7 @@ def imported_names(name: str, path: Path, *, type_checking: bool = False) -> set
     known = all_modules()
     is_package = path.name == "__init__.py"
     targets: set[str] = set()
-    tree = ast.parse(path.read_text(), filename=str(path))
-    for node in import_nodes(tree, type_checking=type_checking):
+    for node in import_nodes(parsed(path), type_checking=type_checking):
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
             continue
@@ -248,7 +260,7 @@ def test_the_app_reads_and_changes_stores_only_through_memory_source():
     for path in sorted(folder.rglob("*.py")):
         if path.name in ("launch.py", "testing.py"):
             continue
-        tree = ast.parse(path.read_text())
+        tree = parsed(path)
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 assert node.module not in forbidden_modules, (path.name, node.module)
