@@ -762,14 +762,35 @@ async def test_refute_and_forget_on_a_result_ask_the_app_with_its_string_id(
 
 
 SCREEN_QUERIES = ("sql injection", "time-based blind sql", "idor")
-"""Queries whose breakdowns the Pilot test below also walked through every weight."""
+"""Queries whose breakdowns are also rendered as the results list renders them: with the
+response's raw-score places and the list's width (``LIST_WIDTH``)."""
+LIST_WIDTH = 112
+"""The room a breakdown has in the results list at 120 columns (the Pilot test below
+reads it from the list)."""
+
+
+def parts_add_up(result, trace) -> bool:
+    """The lanes' weight × normalized score add up to the result's score, in floats (what
+    the breakdown's ✓ claims besides its printed digits, which ``redo_breakdown`` redoes)."""
+    weights = result.trace.weights or trace.weights
+    keyword, vector = (
+        float(weights.get(lane, 0.0)) * float(result.trace.lane(lane).normalized or 0.0)
+        for lane in ("keyword", "vector")
+    )
+    return abs(keyword + vector - float(result.score)) <= 1e-9
+
+
+def app_places(response) -> dict[str, int]:
+    """The raw-score places the results list gives the breakdowns of ``response``."""
+    return lane_places(response.candidates or response.results, response.trace.pools)
 
 
 @pytest.mark.starts_first
 def test_every_breakdown_redoes_from_its_printed_digits(store: MemoryStore):
     """Every sample-corpus query, every what-if weight, every result: each printed line's
-    arithmetic redone from the printed digits (``redo_breakdown``); the queries the Pilot
-    test below walked through the keys also with the app's raw-score places."""
+    arithmetic redone from the printed digits (``redo_breakdown``); the queries in
+    ``SCREEN_QUERIES`` also with the app's raw-score places and the list's width, the
+    breakdown the results list shows (the Pilot test below checks it is that one)."""
     source = NativeSource(store)
     queries = corpus_queries()
     assert len(queries) > 100
@@ -777,64 +798,76 @@ def test_every_breakdown_redoes_from_its_printed_digits(store: MemoryStore):
     lines = breakdowns = 0
     for query in queries:
         base = source.search(query, limit=RESULT_LIMIT)
-        explanations = {r.id: source.explain(query, r.id) for r in base.candidates}
+        explanations: dict[str, dict] = {}
         places = lane_places(base.candidates, base.trace.pools)
         for tenths in range(11):
             response = source.rerank(base, {"keyword": tenths / 10, "vector": 1 - tenths / 10})
             for result in response.results:
-                numbers = arithmetic(result, response.trace)
-                assert numbers.adds_up, (query, tenths, result.id)
-                text = render_breakdown(result, response.trace, explanations[result.id]).plain
+                if result.id not in explanations:
+                    explanations[result.id] = source.explain(query, result.id)
+                explanation = explanations[result.id]
+                where = (query, tenths, result.id)
+                assert parts_add_up(result, response.trace), where
+                text = render_breakdown(result, response.trace, explanation).plain
+                # The ✓ is printed when ``arithmetic(result, trace).adds_up``.
+                assert "✓ adds up" in text, (where, text)
                 lines += redo_breakdown(text, score_text(result.score))
                 breakdowns += 1
                 if query in SCREEN_QUERIES:
-                    shown = render_breakdown(
-                        result, response.trace, explanations[result.id], places
-                    ).plain
-                    assert redo_breakdown(shown, score_text(result.score)) >= 4, shown
+                    # The search's places, and the list's: the places of the response shown.
+                    for digits, width in ((places, None), (app_places(response), LIST_WIDTH)):
+                        shown = render_breakdown(
+                            result, response.trace, explanation, digits, width
+                        ).plain
+                        assert redo_breakdown(shown, score_text(result.score)) >= 4, shown
     assert breakdowns > 10_000 and lines > 5 * breakdowns
 
 
 @pytest.mark.starts_first
 async def test_breakdowns_on_screen_redo_at_every_weight(store: MemoryStore):
-    """Through the keys: every result expanded, ``]`` to the vector end then ``[`` to the
-    keyword end, each breakdown as the list renders it redone from its digits. (The
-    arithmetic at every weight is the renderer's, tested on its own above: this proves
-    the keys reach it.)"""
+    """Through the keys: ``]`` to the vector end then ``[`` to the keyword end, every
+    weight reached. At each the list re-ranks as the source does, and each expanded
+    breakdown (the top result's and the last's) is the renderer's for the response shown,
+    its explanation, the response's raw-score places and the list's width, and redoes
+    from its digits. That renderer at every weight, for every result, with those places
+    and that width: ``test_every_breakdown_redoes_from_its_printed_digits`` above."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash")  # the Search tab, built when first shown
-        await settle(pilot)
+        await run_query(pilot, SCREEN_QUERIES[0])
         pane = app.query_one(SearchPane)
-        for query in SCREEN_QUERIES[:1]:
-            app.query_one("#query", Input).value = ""
-            await run_query(pilot, query)
-            base = pane.response
-            for index in range(app.query_one(ResultList).option_count):
-                app.query_one(ResultList).highlighted = index
-                await pilot.press("enter")
+        results = app.query_one(ResultList)
+        base = pane.response
+        for index in (0, results.option_count - 1):
+            results.highlighted = index
+            await pilot.press("enter")
+        await settle(pilot)
+        assert pane.expanded == {base.results[0].id, base.results[-1].id}
+        seen = set()
+        for key in ["right_square_bracket"] * 3 + ["left_square_bracket"] * 10:
+            await pilot.press(key)
             await settle(pilot)
-            assert pane.expanded == {r.id for r in pane.response.results}
-            seen = set()
-            for key in ["right_square_bracket"] * 3 + ["left_square_bracket"] * 10:
-                await pilot.press(key)
-                await settle(pilot)
-                seen.add(pane.keyword_tenths)
-                weights = {"keyword": pane.keyword_tenths / 10}
-                weights["vector"] = 1 - weights["keyword"]
-                assert pane.response.trace.weights == pytest.approx(weights)
-                assert [r.id for r in pane.response.results] == [
-                    r.id for r in app.source.rerank(base, weights).results
-                ]
-                expanded = [r for r in pane.response.results if r.id in pane.expanded]
-                assert expanded
-                for result in expanded:
-                    text = breakdown_text(pane, result.id)
-                    assert redo_breakdown(text, score_text(result.score)) >= 4, text
-            assert seen == set(range(11))
-            await pilot.press("equals_sign")
-            await settle(pilot)
+            seen.add(pane.keyword_tenths)
+            weights = {"keyword": pane.keyword_tenths / 10}
+            weights["vector"] = 1 - weights["keyword"]
+            assert pane.response.trace.weights == pytest.approx(weights)
+            assert [r.id for r in pane.response.results] == [
+                r.id for r in app.source.rerank(base, weights).results
+            ]
+            expanded = [r for r in pane.response.results if r.id in pane.expanded]
+            assert expanded, pane.keyword_tenths
+            # The option's padding takes a cell either side of the list's width.
+            assert results.scrollable_content_region.width - 2 == LIST_WIDTH
+            places = app_places(pane.response)
+            for result in expanded:
+                prompt = pane._prompt(result)
+                breakdown = render_breakdown(
+                    result, pane.response.trace, pane.explanations[result.id], places, LIST_WIDTH
+                )
+                assert prompt.renderables[1].plain == breakdown.plain, pane.keyword_tenths
+                text = breakdown_text(pane, result.id)
+                assert redo_breakdown(text, score_text(result.score)) >= 4, text
+        assert seen == set(range(11))
 
 
 # ---------------------------------------------------------------- a foreign source
