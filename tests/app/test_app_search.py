@@ -33,10 +33,17 @@ from memtui.core.search import engine as search_engine
 from memtui.core.store import MemoryStore
 from memtui.sources import open_source
 from memtui.sources.native import NativeSource
-from memtui.tui import search_view
+from memtui.tui import search_status, search_view
 from memtui.tui.app import make_app
 from memtui.tui.breakdown import arithmetic, render_breakdown, score_text
 from memtui.tui.format import fit, plural
+from memtui.tui.search_status import (
+    DEFAULT_KEYWORD_TENTHS,
+    Found,
+    SearchPhase,
+    SearchState,
+    weights_from_tenths,
+)
 from memtui.tui.search_view import RESULT_LIMIT, ResultList, SearchPane
 from memtui.tui.testing import (
     SAMPLE_CORPUS,
@@ -1057,58 +1064,120 @@ def status_line(app) -> str:
     return lines[at].strip()
 
 
-@pytest.mark.parametrize("width", [80, 120, 160])
-async def test_the_status_line_fits_and_says_what_it_left_out(store, width):
-    """The weights, the count and what was left out (only the reasons that are not zero)
-    fit at 120 columns with the pools; at 80 the wording shortens, nothing is cut."""
+def add_zebrafish(store: MemoryStore) -> None:
+    """A refuted tactic and a note with "zebrafish": a search that leaves one out."""
     tactic = store.record_success(
         profile_hash="a:b:c", tool="t", endpoint="/zebra", param="q", content="zebrafish probe"
     )
     store.refute(tactic, reason="wrong", operator="tester")
     store.add_record(tier="knowledge", record_type="note", content="zebrafish notes")
+
+
+def big_store_numbers(trace) -> None:
+    """A 50k database's numbers in ``trace``."""
+    trace.truncated = True
+    trace.candidates = 1_625
+    trace.pools = {"keyword": LanePool(size=100), "vector": LanePool(size=100)}
+    trace.excluded = {"refuted": 412, "expired": 213, "out_of_scope": 0}
+
+
+def check_fits(status: str, width: int) -> None:
+    """A status line fits a terminal ``width`` columns wide, nothing cut."""
+    assert not status.endswith("…") and len(status) <= width - 2, (width, status)
+
+
+@pytest.mark.parametrize("width", [80, 120, 160])
+def test_the_status_line_fits_and_says_what_it_left_out(store: MemoryStore, width: int):
+    """The weights, the count and what was left out (only the reasons that are not zero)
+    fit at 120 columns with the pools; at 80 the wording shortens, nothing is cut. The
+    line ``status_line`` draws for the Search tab's state after each search (the Pilot
+    test below: the app shows it, at 80 columns; its room is the width less 2)."""
+    add_zebrafish(store)
+    source = NativeSource(store)
+
+    def line(base, tenths: int = DEFAULT_KEYWORD_TENTHS) -> str:
+        response = base
+        if tenths != DEFAULT_KEYWORD_TENTHS:
+            response = source.rerank(base, weights_from_tenths(tenths))
+        found = Found.of(base, response)
+        state = SearchState(phase=SearchPhase.DONE, keyword_tenths=tenths, found=found)
+        return search_status.status_line(state, width - 2).plain
+
+    base = source.search("zebrafish", limit=RESULT_LIMIT)
+    status = line(base)
+    check_fits(status, width)
+    assert "keyword 0.3 · vector 0.7" in status
+    excluded = {k: v for k, v in base.trace.excluded.items() if v}
+    total = sum(excluded.values())
+    assert excluded and plural(len(base.results), "result") in status
+    if width >= 120:
+        reasons = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in excluded.items())
+        vectors = base.trace.pools["vector"].size
+        assert f"{total} left out: {reasons} · pools: keyword 1, vector {vectors}" in status
+    else:
+        assert f"{total} left out" in status
+    # A tier filter: most matches are out of scope.
+    base = source.search(QUERY, limit=RESULT_LIMIT, filters={"tier": "longterm"})
+    status = line(base)
+    check_fits(status, width)
+    excluded = {k: v for k, v in base.trace.excluded.items() if v}
+    assert "out_of_scope" in excluded
+    if width >= 120:
+        assert f"{excluded['out_of_scope']} out of scope" in status and "pools:" in status
+    # A big store's numbers (a 50k database's): still one line that fits.
+    big_store_numbers(base.trace)
+    status = line(base, 6)  # what-if weights say so
+    check_fits(status, width)
+    assert "keyword 0.6 · vector 0.4" in status and "what-if" in status
+    assert "of 1,625 results" in status and "625 left out" in status
+    if width >= 120:
+        assert "625 left out: 412 refuted, 213 expired" in status
+        assert "out of scope" not in status  # a zero reason is not listed
+
+
+async def test_the_app_shows_the_status_line_for_its_state_in_its_width(store: MemoryStore):
+    """At 80 columns, after a search that left a record out, a filtered search and the
+    re-ranking of a big store's numbers: the line on screen is ``status_line`` of the
+    tab's state in the width less 2, the state of the search the source runs, nothing
+    wrapped under it; what it says at each width: the test above."""
+    width = 80
+    add_zebrafish(store)
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=(width, 40)) as pilot:
         await settle(pilot)
         await run_query(pilot, "zebrafish")
         pane = app.query_one(SearchPane)
+        expected = app.source.search("zebrafish", limit=RESULT_LIMIT)
+        assert [r.id for r in pane.base.results] == [r.id for r in expected.results]
+        assert pane.state.found == Found.of(expected, expected)
+        assert pane.state.phase is SearchPhase.DONE
+        assert pane.keyword_tenths == DEFAULT_KEYWORD_TENTHS
         status = status_line(app)
-        assert not status.endswith("…") and len(status) <= width - 2
+        assert status == search_status.status_line(pane.state, width - 2).plain
+        check_fits(status, width)
         assert "keyword 0.3 · vector 0.7" in status
-        excluded = {k: v for k, v in pane.base.trace.excluded.items() if v}
-        total = sum(excluded.values())
-        assert excluded and plural(len(pane.response.results), "result") in status
-        if width >= 120:
-            reasons = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in excluded.items())
-            vectors = pane.base.trace.pools["vector"].size
-            assert f"{total} left out: {reasons} · pools: keyword 1, vector {vectors}" in status
-        else:
-            assert f"{total} left out" in status
+        assert plural(len(pane.response.results), "result") in status
+        assert f"{sum(pane.base.trace.excluded.values())} left out" in status
         # A tier filter: most matches are out of scope.
         app.query_one("#filter-tier", Select).value = "longterm"
         app.query_one("#query", Input).value = ""
         await run_query(pilot, QUERY)
+        expected = app.source.search(QUERY, limit=RESULT_LIMIT, filters={"tier": "longterm"})
+        assert pane.state.found == Found.of(expected, expected)
         status = status_line(app)
-        assert not status.endswith("…") and len(status) <= width - 2
-        excluded = {k: v for k, v in pane.base.trace.excluded.items() if v}
-        assert "out_of_scope" in excluded
-        if width >= 120:
-            assert f"{excluded['out_of_scope']} out of scope" in status and "pools:" in status
+        assert status == search_status.status_line(pane.state, width - 2).plain
+        check_fits(status, width)
         # A big store's numbers (a 50k database's): still one line that fits.
-        trace = pane.base.trace
-        trace.truncated = True
-        trace.candidates = 1_625
-        trace.pools = {"keyword": LanePool(size=100), "vector": LanePool(size=100)}
-        trace.excluded = {"refuted": 412, "expired": 213, "out_of_scope": 0}
+        big_store_numbers(pane.base.trace)
         pane.keyword_tenths = 6  # what-if weights say so
         pane._rerank()
         await settle(pilot)
+        assert pane.state.found == Found.of(pane.base, pane.response)
         status = status_line(app)
-        assert not status.endswith("…") and len(status) <= width - 2
+        assert status == search_status.status_line(pane.state, width - 2).plain
+        check_fits(status, width)
         assert "keyword 0.6 · vector 0.4" in status and "what-if" in status
         assert "of 1,625 results" in status and "625 left out" in status
-        if width >= 120:
-            assert "625 left out: 412 refuted, 213 expired" in status
-            assert "out of scope" not in status  # a zero reason is not listed
 
 
 async def test_the_tier_column_fits_the_sources_longest_tier_name(tmp_path: Path):
