@@ -255,24 +255,101 @@ def corpus_queries() -> list[str]:
     return sorted(q for q in queries if q)
 
 
-async def test_query_enter_runs_search_and_focuses_results(store: MemoryStore):
+async def test_query_enter_runs_search_and_enter_expands_a_breakdown_that_adds_up(
+    store: MemoryStore, monkeypatch
+):
+    """One app and one search, each check on its own: a quick search never shows the
+    loading indicator; enter in the query box runs the search and focuses the results;
+    enter on the top result expands a breakdown that adds up, enter again collapses it;
+    r and f on a tactic ask the app with its string id."""
+    loading_seen: list[bool] = []
+    asked: list[tuple[str, object]] = []
     app = make_app(store, check_on_start=False)
+    monkeypatch.setattr(app, "request_refute", lambda rid=None: asked.append(("refute", rid)))
+    monkeypatch.setattr(app, "request_forget", lambda rid=None: asked.append(("forget", rid)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await run_query(pilot, QUERY)
+        # -- a quick search never shows the loading indicator
+        await pilot.press("slash")  # the Search tab, built when first shown
+        await settle(pilot)
         results = app.query_one(ResultList)
-        assert app.focused is results
+        app.watch(results, "loading", lambda value: loading_seen.append(value), init=False)
+        await run_query(pilot, QUERY)
+        await pilot.pause(search_view.LOADING_AFTER_SECONDS + 0.1)
+        pane = app.query_one(SearchPane)
+        assert pane.base is not None, "the quick search ended"
+        assert loading_seen == [] and not results.loading, (
+            "a quick search shows no loading indicator"
+        )
+        # -- enter in the query box ran the search and focused the results
+        assert app.focused is results, "enter focuses the results"
         expected = hybrid_search(store, QUERY, limit=RESULT_LIMIT)
-        assert shown_ids(results) == native_ids(expected)
+        assert shown_ids(results) == native_ids(expected), "the results are the search's"
         assert results.highlighted == 0
         assert results.current_id() == str(expected.results[0].record_id)
-        pane = app.query_one(SearchPane)
         # Results and records are keyed by the source's string id.
         assert [r.id for r in pane.response.results] == native_ids(expected)
         assert set(native_ids(expected)) <= set(pane.records)
         text = screen_text(app)
         assert score_text(expected.results[0].score) in text
         assert f"#{expected.results[0].record_id}" in text
+        # -- enter on the top result expands a breakdown that adds up
+        top = expected.results[0]
+        await pilot.press("enter")
+        await settle(pilot)
+        assert pane.expanded == {str(top.record_id)}, "enter expands the top result"
+        # The digits of `memtui search --explain`: raw scores with the decimals that every
+        # merged candidate needs, however many results are shown.
+        places = lane_places(expected.candidates, expected.trace.pools)
+        numbers = arithmetic(top, expected.trace, places)
+        # The arithmetic shown recomputes the response's score exactly.
+        assert numbers.keyword.weight == expected.trace.weights["keyword"]
+        assert numbers.vector.weight == expected.trace.weights["vector"]
+        assert numbers.keyword.raw == top.trace.keyword.raw
+        assert abs(numbers.total - top.score) < 1e-12
+        assert numbers.adds_up, "the breakdown adds up"
+        text = screen_text(app)
+        assert "✓ adds up" in text
+        shown = numbers.printed
+        keyword, vector = shown.steps
+        for step in shown.steps:
+            assert f"raw {step.raw} → norm {step.normalized} × {step.weight} = {step.part}" in text
+        # The printed norms are the true ones to six places; each part is the exact
+        # product of the printed norm and weight, and the parts' exact sum rounds to
+        # the score listed.
+        for step, lane in zip(shown.steps, (numbers.keyword, numbers.vector), strict=True):
+            assert abs(float(step.normalized) - lane.normalized) <= 5e-7
+        assert shown.listed == score_text(top.score)
+        assert f"{keyword.part} + {vector.part} = {shown.total} ≈ {shown.listed}" in text
+        assert redo_breakdown(breakdown_text(pane, top.record_id), score_text(top.score)) >= 8
+        pools = expected.trace.pools
+        assert f"pool {pools['keyword'].size} candidates" in text
+        assert f"min {vector.low}" in text
+        assert "scores 0 in the other" in text
+        # Per-term BM25 contributions add up to the keyword lane's raw score.
+        explanation = pane.explanations[str(top.record_id)]
+        assert abs(explanation["total"] - top.trace.keyword.raw) < 1e-6
+        for term in explanation["terms"]:
+            assert term["term"] in text
+        total = bm25_digits(explanation).total
+        assert f"Σ {total} = raw {total} ✓" in text
+        # enter again collapses it.
+        await pilot.press("enter")
+        await settle(pilot)
+        assert pane.expanded == set(), "enter again collapses it"
+        assert "✓ adds up" not in screen_text(app)
+        # -- r and f on a result ask the app with its string id
+        kinds = [pane.records[r.id].record_type for r in pane.response.results]
+        results.highlighted = kinds.index("tactic")  # r applies to a live tactic
+        await settle(pilot)
+        target = results.current_id()
+        assert isinstance(target, str) and target.isdigit(), target
+        text = screen_text(app)
+        assert "Refute" in text and "Forget" in text, "offered by a memtui database"
+        await pilot.press("r")
+        await pilot.press("f")
+        await settle(pilot)
+        assert asked == [("refute", target), ("forget", target)], "r and f ask the app"
 
 
 async def test_escape_leaves_the_query_box_so_the_digits_switch_tabs(store: MemoryStore):
@@ -319,59 +396,6 @@ async def test_slash_in_the_query_box_selects_the_query_instead_of_typing(store:
         assert query.value == "sql"
         await pilot.press("slash", "x", "s", "s")  # selected, so the typing replaces it
         assert query.value == "xss"
-
-
-async def test_enter_expands_a_breakdown_that_adds_up(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await run_query(pilot, QUERY)
-        pane = app.query_one(SearchPane)
-        expected = hybrid_search(store, QUERY, limit=RESULT_LIMIT)
-        top = expected.results[0]
-        await pilot.press("enter")
-        await settle(pilot)
-        assert pane.expanded == {str(top.record_id)}
-        # The digits of `memtui search --explain`: raw scores with the decimals that every
-        # merged candidate needs, however many results are shown.
-        places = lane_places(expected.candidates, expected.trace.pools)
-        numbers = arithmetic(top, expected.trace, places)
-        # The arithmetic shown recomputes the response's score exactly.
-        assert numbers.keyword.weight == expected.trace.weights["keyword"]
-        assert numbers.vector.weight == expected.trace.weights["vector"]
-        assert numbers.keyword.raw == top.trace.keyword.raw
-        assert abs(numbers.total - top.score) < 1e-12
-        assert numbers.adds_up
-        text = screen_text(app)
-        assert "✓ adds up" in text
-        shown = numbers.printed
-        keyword, vector = shown.steps
-        for step in shown.steps:
-            assert f"raw {step.raw} → norm {step.normalized} × {step.weight} = {step.part}" in text
-        # The printed norms are the true ones to six places; each part is the exact
-        # product of the printed norm and weight, and the parts' exact sum rounds to
-        # the score listed.
-        for step, lane in zip(shown.steps, (numbers.keyword, numbers.vector), strict=True):
-            assert abs(float(step.normalized) - lane.normalized) <= 5e-7
-        assert shown.listed == score_text(top.score)
-        assert f"{keyword.part} + {vector.part} = {shown.total} ≈ {shown.listed}" in text
-        assert redo_breakdown(breakdown_text(pane, top.record_id), score_text(top.score)) >= 8
-        pools = expected.trace.pools
-        assert f"pool {pools['keyword'].size} candidates" in text
-        assert f"min {vector.low}" in text
-        assert "scores 0 in the other" in text
-        # Per-term BM25 contributions add up to the keyword lane's raw score.
-        explanation = pane.explanations[str(top.record_id)]
-        assert abs(explanation["total"] - top.trace.keyword.raw) < 1e-6
-        for term in explanation["terms"]:
-            assert term["term"] in text
-        total = bm25_digits(explanation).total
-        assert f"Σ {total} = raw {total} ✓" in text
-        # enter again collapses it.
-        await pilot.press("enter")
-        await settle(pilot)
-        assert pane.expanded == set()
-        assert "✓ adds up" not in screen_text(app)
 
 
 async def test_vector_only_result_says_keyword_scores_zero(store: MemoryStore):
@@ -442,7 +466,11 @@ async def test_a_record_the_keyword_lane_left_out_says_why(tmp_path: Path):
             assert "every term is required, so it is not a keyword match" in text
 
 
-async def test_what_if_weights_rerank_and_show_rank_changes(store: MemoryStore):
+async def test_what_if_weights_rerank_and_show_rank_changes_and_stop_at_the_ends(
+    store: MemoryStore,
+):
+    """[ and ] move weight and re-rank, = restores the defaults; ] held at the end of the
+    range stops there and says so once."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -475,19 +503,16 @@ async def test_what_if_weights_rerank_and_show_rank_changes(store: MemoryStore):
         assert pane.keyword_tenths == 3
         assert shown_ids(results) == native_ids(base)
         assert "(default)" in screen_text(app)
-
-
-async def test_weights_stop_at_the_ends(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await run_query(pilot, QUERY)
-        pane = app.query_one(SearchPane)
+        # The weights stop at the ends; a held ] at the end of the range does not stack
+        # identical toasts (none said so before: the range's end was not reached above).
+        assert not [n for n in app._notifications if "end of their range" in n.message]
         for _ in range(12):
             await pilot.press("right_square_bracket")
         await settle(pilot)
-        assert pane.keyword_tenths == 0
-        assert "keyword 0.0" in screen_text(app)
+        assert pane.keyword_tenths == 0, "the weights stop at the vector end"
+        assert "keyword 0.0" in screen_text(app), "the weights stop at the vector end"
+        notes = [n for n in app._notifications if "end of their range" in n.message]
+        assert len(notes) == 1, "the end of the weight range says so once"
 
 
 async def test_scope_filter_restricts_results(store: MemoryStore):
@@ -597,21 +622,6 @@ async def test_running_search_shows_it_is_working(store: MemoryStore, monkeypatc
         held[0]()  # a timer firing after its search ended shows nothing
         await pilot.pause()
         assert not results.loading
-
-
-async def test_a_quick_search_never_shows_the_loading_indicator(store: MemoryStore):
-    shown: list[bool] = []
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("slash")  # the Search tab, built when first shown
-        await settle(pilot)
-        results = app.query_one(ResultList)
-        app.watch(results, "loading", shown.append, init=False)
-        await run_query(pilot, QUERY)
-        await pilot.pause(search_view.LOADING_AFTER_SECONDS + 0.1)
-        assert app.query_one(SearchPane).base is not None
-        assert shown == [] and not results.loading
 
 
 def lane_that_waits_for_cancel(seen: list[str], release: threading.Event):
@@ -741,31 +751,6 @@ async def test_empty_query_after_sanitizing_says_why(store: MemoryStore):
         await run_query(pilot, "()")
         assert "empty query" in screen_text(app)
         assert app.focused is app.query_one("#query", Input)
-
-
-async def test_refute_and_forget_on_a_result_ask_the_app_with_its_string_id(
-    store: MemoryStore, monkeypatch
-):
-    app = make_app(store, check_on_start=False)
-    asked: list[tuple[str, object]] = []
-    monkeypatch.setattr(app, "request_refute", lambda rid=None: asked.append(("refute", rid)))
-    monkeypatch.setattr(app, "request_forget", lambda rid=None: asked.append(("forget", rid)))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await run_query(pilot, QUERY)
-        results = app.query_one(ResultList)
-        pane = app.query_one(SearchPane)
-        kinds = [pane.records[r.id].record_type for r in pane.response.results]
-        results.highlighted = kinds.index("tactic")  # r applies to a live tactic
-        await settle(pilot)
-        target = results.current_id()
-        assert isinstance(target, str) and target.isdigit()
-        text = screen_text(app)
-        assert "Refute" in text and "Forget" in text  # offered by a memtui database
-        await pilot.press("r")
-        await pilot.press("f")
-        await settle(pilot)
-        assert asked == [("refute", target), ("forget", target)]
 
 
 SCREEN_QUERIES = ("sql injection", "time-based blind sql", "idor")
@@ -1220,19 +1205,6 @@ async def test_profile_filter_is_wide_enough_to_tell_fingerprints_apart(store: M
         for label, value in zip(labels, values, strict=True):
             head, _, tail = label.partition("…")
             assert value.startswith(head) and value.endswith(tail)
-
-
-async def test_the_end_of_the_weight_range_says_so_once(store: MemoryStore):
-    """A held ] at the end of the range does not stack identical toasts."""
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await run_query(pilot, QUERY)
-        for _ in range(12):
-            await pilot.press("right_square_bracket")
-        await settle(pilot)
-        notes = [n for n in app._notifications if "end of their range" in n.message]
-        assert len(notes) == 1
 
 
 async def test_plus_shows_more_results_and_a_new_query_starts_at_the_first_page(
