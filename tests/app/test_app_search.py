@@ -352,13 +352,29 @@ async def test_query_enter_runs_search_and_enter_expands_a_breakdown_that_adds_u
         assert asked == [("refute", target), ("forget", target)], "r and f ask the app"
 
 
-async def test_escape_leaves_the_query_box_so_the_digits_switch_tabs(store: MemoryStore):
+async def test_slash_selects_the_query_and_escape_leaves_the_box_so_the_digits_switch_tabs(
+    store: MemoryStore,
+):
+    """One app, each check on its own: "/" in the query box selects the query instead of
+    typing; escape leaves the box for the results, so the digits switch tabs."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash")
+        # -- "/" in the query box selects the query
+        await pilot.press("2")  # the Search tab focuses the query box
         await settle(pilot)
         query = app.query_one("#query", Input)
+        assert app.focused is query
+        await pilot.press("slash")  # "/" means the query box here too: no slash typed
+        for char in "sql":
+            await pilot.press(char)
+        assert query.value == "sql"
+        await pilot.press("slash", "x", "s", "s")  # selected, so the typing replaces it
+        assert query.value == "xss", "typing replaces the selected query"
+        # -- escape leaves the query box (emptied: as if new) so the digits switch tabs
+        query.value = ""
+        await pilot.press("slash")
+        await settle(pilot)
         assert app.focused is query
         assert "esc Leave box" in screen_text(app).splitlines()[-1]
         await pilot.press("3")  # types into the box
@@ -382,32 +398,25 @@ async def test_escape_leaves_the_query_box_so_the_digits_switch_tabs(store: Memo
         assert query.value == QUERY
 
 
-async def test_slash_in_the_query_box_selects_the_query_instead_of_typing(store: MemoryStore):
+async def test_vector_only_result_says_keyword_scores_zero_and_an_empty_query_says_why(
+    store: MemoryStore,
+):
+    """One app, each check on its own: a vector-only result's breakdown says the keyword
+    lane scores it 0; a query empty after sanitizing says so and keeps the query box."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("2")  # the Search tab focuses the query box
-        await settle(pilot)
-        query = app.query_one("#query", Input)
-        assert app.focused is query
-        await pilot.press("slash")  # "/" means the query box here too: no slash typed
-        for char in "sql":
-            await pilot.press(char)
-        assert query.value == "sql"
-        await pilot.press("slash", "x", "s", "s")  # selected, so the typing replaces it
-        assert query.value == "xss"
-
-
-async def test_vector_only_result_says_keyword_scores_zero(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        # -- a result found by the vector lane only
         await run_query(pilot, "sqlmap")
         await pilot.press("enter")
         await settle(pilot)
         text = screen_text(app)
         assert "found by the vector lane only, so it scores 0 in the keyword lane" in text
-        assert "✓ adds up" in text
+        assert "✓ adds up" in text, "the vector-only breakdown adds up"
+        # -- an empty query after sanitizing
+        await run_query(pilot, "()")
+        assert "empty query" in screen_text(app), "an empty query says why"
+        assert app.focused is app.query_one("#query", Input), "the query box keeps the focus"
 
 
 class BeaconEmbedder:
@@ -515,22 +524,12 @@ async def test_what_if_weights_rerank_and_show_rank_changes_and_stop_at_the_ends
         assert len(notes) == 1, "the end of the weight range says so once"
 
 
-async def test_scope_filter_restricts_results(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await run_query(pilot, QUERY)
-        app.query_one("#filter-tier", Select).value = "longterm"
-        await settle(pilot)
-        pane = app.query_one(SearchPane)
-        assert pane.filters == {"tier": "longterm"}
-        assert pane.response is not None and pane.response.results
-        assert {pane.records[r.id].tier for r in pane.response.results} == {"longterm"}
-        expected = hybrid_search(store, QUERY, limit=RESULT_LIMIT, filters={"tier": "longterm"})
-        assert [r.id for r in pane.response.results] == native_ids(expected)
-
-
-async def test_native_scope_selects_keep_their_ids_and_values(store: MemoryStore):
+async def test_native_scope_selects_keep_their_ids_and_values_and_filter_results(
+    store: MemoryStore,
+):
+    """One app, each check on its own: the filters a memtui database offers, the profile
+    filter wide enough to tell fingerprints apart, an engagement then a tier filter
+    restricting the results."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -540,8 +539,20 @@ async def test_native_scope_selects_keep_their_ids_and_values(store: MemoryStore
         assert bar == ["query", "filter-tier", "filter-engagement", "filter-profile"]
         engagement = app.query_one("#filter-engagement", Select)
         profile = app.query_one("#filter-profile", Select)
-        assert select_values(engagement) == store.engagements()
-        assert select_values(profile) == store.profiles()
+        assert select_values(engagement) == store.engagements(), "engagement choices"
+        assert select_values(profile) == store.profiles(), "profile choices"
+        # -- the profile filter is wide enough to tell fingerprints apart
+        assert profile.size.width >= 40, "profile filter width"
+        labels = [str(prompt) for prompt, value in profile._options if isinstance(value, str)]
+        values = select_values(profile)
+        assert len(values) >= 5
+        for label, value in zip(labels, values, strict=True):
+            assert len(label) >= min(len(value), 32), label
+        # Each label keeps both ends of its fingerprint (they differ at either end).
+        for label, value in zip(labels, values, strict=True):
+            head, _, tail = label.partition("…")
+            assert value.startswith(head) and value.endswith(tail), (label, value)
+        # -- an engagement filter restricts the results
         pane = app.query_one(SearchPane)
         pane.query_one("#query", Input).value = QUERY
         await pilot.press("enter")
@@ -549,10 +560,21 @@ async def test_native_scope_selects_keep_their_ids_and_values(store: MemoryStore
         target = store.engagements()[0]
         engagement.value = target
         await settle(pilot)
-        assert pane.filters == {"engagement": target}
+        assert pane.filters == {"engagement": target}, "the engagement filter"
         expected = hybrid_search(store, QUERY, limit=RESULT_LIMIT, filters={"engagement": target})
         assert [r.id for r in pane.response.results] == native_ids(expected)
         assert {pane.records[r.id].scope["engagement"] for r in pane.response.results} == {target}
+        # -- a tier filter restricts the results (the engagement filter cleared first)
+        engagement.clear()
+        await settle(pilot)
+        assert pane.filters == {}, "no filter"
+        app.query_one("#filter-tier", Select).value = "longterm"
+        await settle(pilot)
+        assert pane.filters == {"tier": "longterm"}, "the tier filter"
+        assert pane.response is not None and pane.response.results, "tier filter results"
+        assert {pane.records[r.id].tier for r in pane.response.results} == {"longterm"}
+        expected = hybrid_search(store, QUERY, limit=RESULT_LIMIT, filters={"tier": "longterm"})
+        assert [r.id for r in pane.response.results] == native_ids(expected), "tier filter"
 
 
 async def test_a_new_scope_shows_up_in_the_filters_and_marks_results_stale(store: MemoryStore):
@@ -742,15 +764,6 @@ async def test_search_errors_are_shown(store: MemoryStore, monkeypatch):
         assert any("the index is on fire" in n.message for n in app._notifications)
         assert "search failed" in screen_text(app)
         assert not app.query_one(ResultList).loading
-
-
-async def test_empty_query_after_sanitizing_says_why(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await run_query(pilot, "()")
-        assert "empty query" in screen_text(app)
-        assert app.focused is app.query_one("#query", Input)
 
 
 SCREEN_QUERIES = ("sql injection", "time-based blind sql", "idor")
@@ -980,12 +993,29 @@ async def test_foreign_vectors_without_an_embedder_fall_back_with_the_reason(tmp
         source.close()
 
 
-async def test_foreign_filters_come_from_the_sources_scope_keys_and_data(langgraph):
+async def test_foreign_results_offer_only_what_the_source_can_do_and_filter_by_its_scopes(
+    langgraph, monkeypatch
+):
+    """One app, each check on its own: a LangGraph result offers forget, not refute; the
+    filters come from the source's scope keys and its data."""
     app = make_app(langgraph, check_on_start=False)
+    asked: list[object] = []
+    monkeypatch.setattr(app, "request_refute", lambda rid=None: asked.append(rid))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash")
+        # -- the results offer only what the source can do
+        await run_query(pilot, "paris trip")
+        results = app.query_one(ResultList)
+        assert app.focused is results and results.current_id() == PARIS
+        assert not app.offers("refute") and app.offers("forget")
+        assert results.check_action("refute", ()) is False
+        assert results.check_action("forget", ()) is True
+        text = screen_text(app)
+        assert "Refute" not in text and "Forget" in text
+        await pilot.press("r")
         await settle(pilot)
+        assert asked == [], "r is not offered"
+        # -- the filters come from the source's scope keys and data
         bar = [w.id for w in app.query("#search-bar > *")]
         assert bar == ["query", "filter-tier", "filter-namespace"]
         assert not app.query("#filter-profile") and not app.query("#filter-engagement")
@@ -996,6 +1026,7 @@ async def test_foreign_filters_come_from_the_sources_scope_keys_and_data(langgra
         assert select_values(tier) == ["memories", "profile", "scratch"]
         pane = app.query_one(SearchPane)
         pane.query_one("#query", Input).value = "a"
+        pane.query_one("#query", Input).focus()  # the results had it
         await pilot.press("enter")
         await settle(pilot)
         everywhere = {r.id for r in pane.response.results}
@@ -1021,25 +1052,6 @@ async def test_foreign_filters_come_from_the_sources_scope_keys_and_data(langgra
         assert [pane.records[r.id].scope["namespace"] for r in pane.response.results] == [
             "memories.user-2"
         ]
-
-
-async def test_foreign_results_offer_only_what_the_source_can_do(langgraph, monkeypatch):
-    app = make_app(langgraph, check_on_start=False)
-    asked: list[object] = []
-    monkeypatch.setattr(app, "request_refute", lambda rid=None: asked.append(rid))
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await run_query(pilot, "paris trip")
-        results = app.query_one(ResultList)
-        assert app.focused is results and results.current_id() == PARIS
-        assert not app.offers("refute") and app.offers("forget")
-        assert results.check_action("refute", ()) is False
-        assert results.check_action("forget", ()) is True
-        text = screen_text(app)
-        assert "Refute" not in text and "Forget" in text
-        await pilot.press("r")
-        await settle(pilot)
-        assert asked == []
 
 
 def status_line(app) -> str:
@@ -1186,25 +1198,6 @@ async def test_the_tier_column_fits_the_sources_longest_tier_name(tmp_path: Path
             assert text[header].index("tier") == lines[0].index("preference")  # aligned
     finally:
         source.close()
-
-
-async def test_profile_filter_is_wide_enough_to_tell_fingerprints_apart(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await settle(pilot)
-        select = app.query_one("#filter-profile", Select)
-        assert select.size.width >= 40
-        labels = [str(prompt) for prompt, value in select._options if isinstance(value, str)]
-        values = select_values(select)
-        assert len(values) >= 5
-        for label, value in zip(labels, values, strict=True):
-            assert len(label) >= min(len(value), 32), label
-        # Each label keeps both ends of its fingerprint (they differ at either end).
-        for label, value in zip(labels, values, strict=True):
-            head, _, tail = label.partition("…")
-            assert value.startswith(head) and value.endswith(tail)
 
 
 async def test_plus_shows_more_results_and_a_new_query_starts_at_the_first_page(
