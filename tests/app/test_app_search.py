@@ -399,10 +399,11 @@ async def test_slash_selects_the_query_and_escape_leaves_the_box_so_the_digits_s
 
 
 async def test_vector_only_result_says_keyword_scores_zero_and_an_empty_query_says_why(
-    store: MemoryStore,
+    store: MemoryStore, monkeypatch
 ):
     """One app, each check on its own: a vector-only result's breakdown says the keyword
-    lane scores it 0; a query empty after sanitizing says so and keeps the query box."""
+    lane scores it 0; a query empty after sanitizing says so and keeps the query box; a
+    search that fails says so."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -417,6 +418,17 @@ async def test_vector_only_result_says_keyword_scores_zero_and_an_empty_query_sa
         await run_query(pilot, "()")
         assert "empty query" in screen_text(app), "an empty query says why"
         assert app.focused is app.query_one("#query", Input), "the query box keeps the focus"
+
+        # -- a search that fails says why
+        def broken(*args, **kwargs):
+            raise RuntimeError("the index is on fire")
+
+        monkeypatch.setattr(app.source, "search", broken)
+        app.query_one("#query", Input).value = ""
+        await run_query(pilot, QUERY)
+        assert any("the index is on fire" in n.message for n in app._notifications), "notified"
+        assert "search failed" in screen_text(app), "the status line says the search failed"
+        assert not app.query_one(ResultList).loading
 
 
 class BeaconEmbedder:
@@ -529,7 +541,8 @@ async def test_native_scope_selects_keep_their_ids_and_values_and_filter_results
 ):
     """One app, each check on its own: the filters a memtui database offers, the profile
     filter wide enough to tell fingerprints apart, an engagement then a tier filter
-    restricting the results."""
+    restricting the results; a new scope written by another process shows up in the
+    filters and marks the results stale."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -575,14 +588,11 @@ async def test_native_scope_selects_keep_their_ids_and_values_and_filter_results
         assert {pane.records[r.id].tier for r in pane.response.results} == {"longterm"}
         expected = hybrid_search(store, QUERY, limit=RESULT_LIMIT, filters={"tier": "longterm"})
         assert [r.id for r in pane.response.results] == native_ids(expected), "tier filter"
-
-
-async def test_a_new_scope_shows_up_in_the_filters_and_marks_results_stale(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
+        # -- another process adds a new scope: it shows up in the filters, and the results
+        # stay, marked stale (the search unfiltered again first, as if new)
+        app.query_one("#filter-tier", Select).clear()
         await settle(pilot)
-        await run_query(pilot, QUERY)
-        pane = app.query_one(SearchPane)
+        assert pane.filters == {} and not pane.results_stale, "no filter"
         before = list(pane.response.results)
         script = (
             "import sys\nfrom memtui.core.store import MemoryStore\n"
@@ -594,9 +604,9 @@ async def test_a_new_scope_shows_up_in_the_filters_and_marks_results_stale(store
         pane.database_changed(True)
         await settle(pilot)
         select = app.query_one("#filter-engagement", Select)
-        assert "brand-new-engagement" in select_values(select)
+        assert "brand-new-engagement" in select_values(select), "a new scope is offered"
         assert "brand-new-engagement" in pane.choices["engagement"]
-        assert pane.results_stale
+        assert pane.results_stale, "the results are marked stale"
         assert [r.id for r in pane.response.results] == [r.id for r in before]
         assert "database changed — F5 re-runs the search" in screen_text(app)
 
@@ -750,20 +760,6 @@ async def test_the_first_vector_search_shows_the_vector_cache_build(store, monke
         pane = app.query_one(SearchPane)
         assert pane.response.results and pane.build_progress is None
         assert "building the vector cache" not in screen_text(app)
-
-
-async def test_search_errors_are_shown(store: MemoryStore, monkeypatch):
-    def broken(*args, **kwargs):
-        raise RuntimeError("the index is on fire")
-
-    app = make_app(store, check_on_start=False)
-    monkeypatch.setattr(app.source, "search", broken)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await run_query(pilot, QUERY)
-        assert any("the index is on fire" in n.message for n in app._notifications)
-        assert "search failed" in screen_text(app)
-        assert not app.query_one(ResultList).loading
 
 
 SCREEN_QUERIES = ("sql injection", "time-based blind sql", "idor")
