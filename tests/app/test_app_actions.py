@@ -205,15 +205,19 @@ async def test_no_forget_happens_unless_confirmed_and_saved(store: MemoryStore, 
         nothing_changed("a store error")
 
 
-async def test_confirm_forget_removes_record_audits_once_and_refreshes(store: MemoryStore):
-    """Confirmed from the keyboard in Browse: every view refreshed. Then from Search,
-    confirmed by clicking the action button: the search runs again without it."""
+async def test_confirmed_forget_and_refute_change_what_was_shown_and_refresh(store: MemoryStore):
+    """One app, each change audited once:
+    - a forget confirmed from the keyboard in Browse: every view refreshed;
+    - refute: not on a note, a refuted tactic or a finding (key, footer, palette); on a
+      live tactic escape changes nothing, confirm refutes it;
+    - a forget from Search, the action button clicked: the search runs again without it."""
     before = audit_ids(store)
     live_before = store.tier_counts()["working"]
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         table = app.query_one(RecordTable)
+        tree = app.query_one(ScopeTree)
         record = table.current
         assert record is not None and record.tier == "working"
         await open_dialog(pilot, "f")
@@ -224,7 +228,7 @@ async def test_confirm_forget_removes_record_audits_once_and_refreshes(store: Me
         await settle(pilot)
         assert store.get(int(record.id)) is None
         events = store.audit_events()
-        assert [e["id"] for e in events[1:]] == before, "not exactly one audit event"
+        assert [e["id"] for e in events[1:]] == before, "forget: not exactly one audit event"
         event = events[0]
         assert event["action"] == "forget"
         assert event["record_ids"] == [int(record.id)]
@@ -234,7 +238,6 @@ async def test_confirm_forget_removes_record_audits_once_and_refreshes(store: Me
         # Every view refreshed: the table, the tree's counts, the audit tab.
         assert record.id not in [r.id for r in table.records]
         assert table.cursor_row == 0
-        tree = app.query_one(ScopeTree)
         working = tree.find("tier", "working", "working")
         assert working is not None and working.data.live == live_before - 1
         await pilot.press("4")  # the Audit tab, built when first shown
@@ -244,47 +247,16 @@ async def test_confirm_forget_removes_record_audits_once_and_refreshes(store: Me
         text = screen_text(app)
         assert "client asked" in text and "✓ chain verified" in text
 
-        # From Search results, the action button clicked: forgotten, the search re-run.
-        before_search = audit_ids(store)
-        await pilot.press("slash")
+        # Refute: not on a note.
+        await pilot.press("1")
         await settle(pilot)
-        app.query_one("#query", Input).value = "sql injection"
-        await pilot.press("enter")
-        await settle(pilot)
-        target = app.query_one(ResultList).current_id()
-        assert target is not None
-        await open_dialog(pilot, "f")
-        give_reason(app, "stale finding")
-        await pilot.click("#confirm")
-        await settle(pilot)
-        assert store.get(int(target)) is None, "the click did not forget the search result"
-        pane = app.query_one(SearchPane)
-        assert pane.response is not None
-        assert target not in [r.id for r in pane.response.results], "the search was not re-run"
-        events = store.audit_events()
-        assert [e["id"] for e in events[1:]] == before_search, "not exactly one audit event"
-        assert events[0]["record_ids"] == [int(target)]
-
-
-# ---------------------------------------------------------------- refute
-
-
-async def test_refute_applies_only_to_a_live_tactic_cancel_then_confirm(store: MemoryStore):
-    """Footer, key and palette: no refute on a note, a finding or a refuted tactic. On a
-    live tactic: escape changes nothing; confirm refutes it, audited once, and it leaves
-    the table and the tree's count."""
-    before = audit_ids(store)
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        table = app.query_one(RecordTable)
+        before = audit_ids(store)
         assert table.current.record_type != "tactic"
         offers_no_refute(app)
         await pilot.press("r")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmRecordAction), "r on a note opened a dialog"
-        assert audit_ids(store) == before
-
+        assert audit_ids(store) == before, "r on a note wrote an audit event"
         # A live tactic: the key, the footer and the palette offer it.
         await select_scope(pilot, "tier", "longterm", "longterm")
         tactic = table.current
@@ -311,14 +283,12 @@ async def test_refute_applies_only_to_a_live_tactic_cancel_then_confirm(store: M
         assert refuted is not None and refuted.refuted
         assert refuted.metadata["evidence_grade"] == "hypothesis"
         events = store.audit_events()
-        assert [e["id"] for e in events[1:]] == before, "not exactly one audit event"
+        assert [e["id"] for e in events[1:]] == before, "refute: not exactly one audit event"
         assert events[0]["action"] == "refute" and events[0]["reason"] == "payload patched"
         assert tactic.id not in [r.id for r in table.records]
-        tree = app.query_one(ScopeTree)
         assert tree.find("tier", "longterm", "longterm").data.live == live_before - 1
-        after_refute = audit_ids(store)
-
         # A refuted tactic (shown with t): not again.
+        before = audit_ids(store)
         await pilot.press("t")
         await settle(pilot)
         row = next(i for i, r in enumerate(table.records) if r.state == "refuted")
@@ -345,7 +315,22 @@ async def test_refute_applies_only_to_a_live_tactic_cancel_then_confirm(store: M
         await settle(pilot)
         assert "r Refute" in footer(app)
         assert f"Refute tactic #{results.current_id()}" in palette(app)
-    assert audit_ids(store) == after_refute
+        assert audit_ids(store) == before, "a refused refute wrote an audit event"
+
+        # Forget the highlighted search result, the action button clicked: forgotten,
+        # the search re-run.
+        target = results.current_id()
+        assert target is not None
+        await open_dialog(pilot, "f")
+        give_reason(app, "stale finding")
+        await pilot.click("#confirm")
+        await settle(pilot)
+        assert store.get(int(target)) is None, "the click did not forget the search result"
+        assert pane.response is not None
+        assert target not in [r.id for r in pane.response.results], "the search was not re-run"
+        events = store.audit_events()
+        assert [e["id"] for e in events[1:]] == before, "forget: not exactly one audit event"
+        assert events[0]["record_ids"] == [int(target)]
 
 
 # ---------------------------------------------------------------- forget an engagement
@@ -391,21 +376,6 @@ async def test_forget_engagement_offered_on_engagements_needs_the_exact_name(
             assert notices == [
                 "Pick an engagement in the tree first: F forgets every record of one engagement."
             ]
-
-        # Escape with the reason and the exact name given changes nothing.
-        await open_forget_engagement(pilot, "working", "globex-retest")
-        dialog = app.screen
-        assert isinstance(dialog, ForgetEngagementDialog)
-        give_reason(app, "closing")
-        await pilot.press("enter")
-        dialog.query_one("#confirm-name", Input).value = "globex-retest"
-        await pilot.pause()
-        assert not dialog.query_one("#confirm", Button).disabled
-        await pilot.press("escape")
-        await settle(pilot)
-        assert not isinstance(app.screen, ForgetEngagementDialog), "escape: dialog still open"
-        assert store.blast_radius(engagement="globex-retest") == globex, "escape erased records"
-        assert audit_ids(store) == before, "escape wrote an audit event"
 
         # On an engagement, F is offered and opens the dialog with the blast radius.
         tree.focus()
@@ -455,12 +425,29 @@ async def test_forget_engagement_offered_on_engagements_needs_the_exact_name(
         assert len(events[0]["record_ids"]) == total
         assert tree.find("engagement", "episodic", "vandelay-soap").data.kind == "tier"
 
+        # Escape with the reason and the exact name given changes nothing.
+        before = audit_ids(store)
+        await open_forget_engagement(pilot, "working", "globex-retest")
+        dialog = app.screen
+        assert isinstance(dialog, ForgetEngagementDialog)
+        give_reason(app, "closing")
+        await pilot.press("enter")
+        dialog.query_one("#confirm-name", Input).value = "globex-retest"
+        await pilot.pause()
+        assert not dialog.query_one("#confirm", Button).disabled
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, ForgetEngagementDialog), "escape: dialog still open"
+        assert store.blast_radius(engagement="globex-retest") == globex, "escape erased records"
+        assert audit_ids(store) == before, "escape wrote an audit event"
+
         # A reader in another process pins the WAL: the notice says so and names the
         # forget-scope event, not the erasure-incomplete one written after it.
         monkeypatch.setattr(index_db, "CHECKPOINT_RETRIES", 2)
         monkeypatch.setattr(index_db, "CHECKPOINT_RETRY_DELAY", 0.001)
         app.clear_notifications()
-        await open_forget_engagement(pilot, "working", "globex-retest")
+        await open_dialog(pilot, "F")  # the tree still on globex-retest
+        assert isinstance(app.screen, ForgetEngagementDialog)
         give_reason(app, "engagement closed")
         app.screen.query_one("#confirm-name", Input).value = "globex-retest"
         await settle(pilot)
