@@ -207,10 +207,11 @@ async def test_no_forget_happens_unless_confirmed_and_saved(store: MemoryStore, 
 
 async def test_confirmed_forget_and_refute_change_what_was_shown_and_refresh(store: MemoryStore):
     """One app, each change audited once:
-    - a forget confirmed from the keyboard in Browse: every view refreshed;
+    - a forget confirmed from the keyboard in Browse: the table and the tree refreshed;
     - refute: not on a note, a refuted tactic or a finding (key, footer, palette); on a
       live tactic escape changes nothing, confirm refutes it;
-    - a forget from Search, the action button clicked: the search runs again without it."""
+    - a forget from Search, the action button clicked: the search runs again without it;
+    - the Audit tab shows the latest event first, with the reasons."""
     before = audit_ids(store)
     live_before = store.tier_counts()["working"]
     app = make_app(store, check_on_start=False)
@@ -235,21 +236,13 @@ async def test_confirmed_forget_and_refute_change_what_was_shown_and_refresh(sto
         assert event["reason"] == "client asked"
         assert event["operator"] == "tester"
         assert any(f"audit event #{event['id']}" in n.message for n in app._notifications)
-        # Every view refreshed: the table, the tree's counts, the audit tab.
+        # The table and the tree's counts refreshed (the audit tab: at the end).
         assert record.id not in [r.id for r in table.records]
         assert table.cursor_row == 0
         working = tree.find("tier", "working", "working")
         assert working is not None and working.data.live == live_before - 1
-        await pilot.press("4")  # the Audit tab, built when first shown
-        await settle(pilot)
-        audit = app.query_one(AuditPane)
-        assert audit.events[0]["id"] == event["id"]
-        text = screen_text(app)
-        assert "client asked" in text and "✓ chain verified" in text
 
         # Refute: not on a note.
-        await pilot.press("1")
-        await settle(pilot)
         before = audit_ids(store)
         assert table.current.record_type != "tactic"
         offers_no_refute(app)
@@ -332,6 +325,15 @@ async def test_confirmed_forget_and_refute_change_what_was_shown_and_refresh(sto
         assert [e["id"] for e in events[1:]] == before, "forget: not exactly one audit event"
         assert events[0]["record_ids"] == [int(target)]
 
+        # The Audit tab (built when first shown): the latest event first, the reasons shown.
+        await pilot.press("4")
+        await settle(pilot)
+        audit = app.query_one(AuditPane)
+        assert audit.events[0]["id"] == events[0]["id"]
+        assert event["id"] in [e["id"] for e in audit.events]
+        text = screen_text(app)
+        assert "client asked" in text and "stale finding" in text and "✓ chain verified" in text
+
 
 # ---------------------------------------------------------------- forget an engagement
 
@@ -357,10 +359,10 @@ async def test_forget_engagement_offered_on_engagements_needs_the_exact_name(
         tree = app.query_one(ScopeTree)
         tree.focus()
 
-        # On a tier or a profile, F is not in the footer, and pressing it says to pick an
-        # engagement (it did nothing there).
+        # On a tier (the one highlighted at start) or a profile, F is not in the footer,
+        # and pressing it says to pick an engagement (it did nothing there).
         for node in (
-            tree.find("tier", "episodic", "episodic"),
+            tree.find("tier", "working", "working"),
             tree.find("profile_hash", "longterm", profile),
         ):
             tree.move_cursor(node)
