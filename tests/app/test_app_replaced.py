@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.sources_support import LANGGRAPH, copy_fixture
+from textual.widgets import Input
 
 from memtui.sources import open_source
 from memtui.tui.app import make_app
@@ -54,13 +55,9 @@ def messages(app) -> list[str]:
     return [n.message for n in app._notifications]
 
 
-async def type_text(pilot, text: str) -> None:
-    for char in text:
-        await pilot.press("space" if char == " " else char)
-
-
 async def confirm_forget_dialog(pilot, reason: str) -> None:
-    await type_text(pilot, reason)
+    """Give the open dialog its reason (filled in, not typed) and confirm from the keyboard."""
+    pilot.app.screen.query_one("#reason", Input).value = reason
     await pilot.press("tab", "tab", "enter")
     await settle(pilot)
 
