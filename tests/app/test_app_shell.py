@@ -457,7 +457,8 @@ async def test_from_a_scrolled_detail_each_tab_key_focuses_the_tabs_main_widget(
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         for key, main in (("3", "lanes-profile"), ("4", "audit-table"), ("1", "records")):
-            await press_each(pilot, ("1", "tab", "pagedown", key))
+            back = ("1",) if key != "3" else ()  # at start Browse's records have focus
+            await press_each(pilot, (*back, "tab", "pagedown", key))
             assert app.focused is not None and app.focused.id == main, key
             if key == "3":
                 assert FLASK_PROFILE in screen_text(app)
