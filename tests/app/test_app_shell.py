@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import html
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -48,13 +46,15 @@ def test_run_app_surfaces_open_errors(tmp_path: Path):
 
 
 def test_cli_reports_open_errors_in_one_line(tmp_path: Path):
-    result = subprocess.run(
-        [sys.executable, "-m", "memtui", str(tmp_path / "missing.db")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 1
+    """In process, as ``python -m memtui`` runs it (memtui/__main__.py calls ``main()``;
+    tests/app/test_app_keymap.py starts that module in a process of its own)."""
+    from click.testing import CliRunner
+
+    from memtui.cli import main
+
+    result = CliRunner().invoke(main, [str(tmp_path / "missing.db")])
+    assert isinstance(result.exception, SystemExit)  # an exit, not an uncaught exception
+    assert result.exit_code == 1
     assert "no database at" in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
@@ -136,126 +136,6 @@ def test_help_lists_every_declared_binding():
             )
 
 
-async def test_footer_shows_the_keys_of_the_focused_widget(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        footer = screen_text(app).splitlines()[-1]
-        assert app.query_one(RecordTable).current.record_type == "observation"
-        assert "Refute" not in footer  # tactics only
-        assert "Forget" in footer and "Show hidden" in footer
-        assert "Forget engagement" not in footer
-        app.query_one(ScopeTree).focus()
-        await settle(pilot)  # the footer follows a frame after the focus
-        footer = screen_text(app).splitlines()[-1]
-        assert "Refute" not in footer and "Show hidden" in footer
-        await pilot.press("slash")
-        await settle(pilot)
-        footer = screen_text(app).splitlines()[-1]
-        assert "Refute" not in footer and "Quit" not in footer  # q types into the box
-
-
-async def test_command_palette_offers_memtui_commands(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        record = app.query_one(RecordTable).current
-        await pilot.press("ctrl+p")
-        await settle(pilot)
-        assert isinstance(app.screen, CommandPalette)
-        for char in "forget record":
-            await pilot.press("space" if char == " " else char)
-        # the palette gathers its hits in a task of its own
-        await wait_for(pilot, lambda: f"Forget record #{record.id}" in screen_text(app))
-        text = screen_text(app)
-        assert f"Forget record #{record.id}" in text
-        await pilot.press("enter")
-        await settle(pilot)
-        assert isinstance(app.screen, ConfirmRecordAction)
-        assert app.screen.record.id == record.id
-        await pilot.press("escape")
-        await settle(pilot)
-        assert store.get(int(record.id)) is not None
-
-
-async def test_command_palette_switches_tabs(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("ctrl+p")
-        await settle(pilot)
-        for char in "audit tab":
-            await pilot.press("space" if char == " " else char)
-        await wait_for(pilot, lambda: palette_offers(app, "audit tab"))
-        await pilot.press("enter")
-        await settle(pilot)
-        assert app.active_tab == "audit"
-
-
-async def test_q_quits(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("q")
-        await pilot.pause()
-    assert app.return_code == 0
-
-
-async def test_the_footer_updates_once_for_the_binding_changes_of_a_frame(
-    store: MemoryStore, monkeypatch
-):
-    """Several changes of the bindings in one frame (a search makes four or five) cost
-    one look at the keys; the same keys rebuild nothing, other keys are written into the
-    footer's widgets, and it then shows what a rebuild by Textual shows, wherever focus is."""
-    from memtui.tui.footer import KeysFooter
-
-    app = make_app(store, poll_interval=None, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        looked, rebuilt = [], []
-        keys_for, recompose = KeysFooter._keys_for, Footer.recompose
-
-        def counted_look(self, screen):
-            looked.append(self)
-            return keys_for(self, screen)
-
-        async def counted_rebuild(self) -> None:
-            rebuilt.append(self)
-            await recompose(self)
-
-        monkeypatch.setattr(KeysFooter, "_keys_for", counted_look)
-        monkeypatch.setattr(Footer, "recompose", counted_rebuild)
-        for _ in range(5):
-            app.screen.refresh_bindings()
-        await settle(pilot)
-        assert (len(looked), len(rebuilt)) == (1, 0)
-        await pilot.press("2")  # the query box takes the focus: its keys replace Browse's
-        await settle(pilot)
-        footer = screen_text(app).splitlines()[-1]
-        assert "Run search" in footer and "Refute" not in footer
-        assert rebuilt == []  # written in place
-        footer_widget = app.query_one(KeysFooter)
-        places = {
-            "query box": (),
-            "results": (*"tactic", "enter"),
-            "filter": ("slash", "tab"),
-            "lanes": ("3",),
-            "audit": ("4",),
-            "records": ("1",),
-            "tree": ("shift+tab",),
-            "detail": ("tab", "tab"),
-            "records again": ("shift+tab",),
-        }
-        for place, keys in places.items():
-            await press_each(pilot, keys)
-            written = screen_text(app).splitlines()[-1]
-            app.screen.query_one(KeysFooter).refresh(recompose=True)  # Textual's rebuild
-            await settle(pilot)
-            assert screen_text(app).splitlines()[-1] == written, place
-        assert len(rebuilt) == len(places)
-        assert app.query_one(KeysFooter) is footer_widget
-
-
 async def test_quitting_as_the_first_page_shows_is_clean(store: MemoryStore, monkeypatch):
     """A quit that lands between the first page and the mounting of the hidden tabs
     (a benchmark's pilot does exactly that) ends the app without an error."""
@@ -330,7 +210,11 @@ async def test_screen_text_reads_what_the_public_screenshot_shows(store: MemoryS
 
 async def test_at_120_columns_a_scope_without_tactics_shows_its_dates(store: MemoryStore):
     """Notes and findings have no grade or successes/attempts: those columns give their
-    room to created and expires; a scope of tactics shows its grade and s/a."""
+    room to created and expires; a scope of tactics shows its grade and s/a. In the same
+    app: the counts have thousands separators, and q (focus still on the records, as at
+    start) quits."""
+    from memtui.tui.browse import ScopeNode
+
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -345,6 +229,19 @@ async def test_at_120_columns_a_scope_without_tactics_shows_its_dates(store: Mem
         tree.move_cursor(tree.find("tier", "episodic", "episodic"))  # findings
         await settle(pilot)
         assert "grade" not in table_columns(app) and "created" in table_columns(app)
+
+        # The counts have thousands separators.
+        app.update_summary({"working": (47_000, 1_234), "episodic": (226, 0)})
+        await pilot.pause()
+        assert "47,226 live records · 1,234 refuted/expired" in screen_text(app).splitlines()[0]
+        label = tree.label_for(ScopeNode("tier", "working", "working", 47_226, 1_234))
+        assert label.plain.endswith("working 47,226 +1,234 hidden")
+
+        # q quits.
+        assert isinstance(app.focused, RecordTable)
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
 
 
 @pytest.mark.parametrize("press_early", [False, True], ids=["waits", "key-pressed-early"])
@@ -416,19 +313,34 @@ async def test_the_source_banner_reflows_on_resize(store: MemoryStore):
         assert banner_lines() == wide
 
 
-@pytest.mark.parametrize(
-    ("now", "shown"),
-    [
-        (100, "now 100 (logical time)"),
-        (None, "now none given (logical time; pass --now N)"),
-    ],
-)
-async def test_a_logical_time_store_shows_its_own_now(tmp_path: Path, now, shown):
+LOGICAL_NOWS = [
+    (100, "now 100 (logical time)"),
+    (None, "now none given (logical time; pass --now N)"),
+]
+
+
+@pytest.mark.parametrize(("now", "shown"), LOGICAL_NOWS)
+def test_a_logical_time_stores_clock_is_its_own_now(tmp_path: Path, now, shown):
+    """A tenant store's clock is the --now it was given, not the wall clock: the text
+    the header's clock shows (test below: on screen, the longer of the two)."""
+    from fixtures.sources_support import TENANT, copy_fixture
+
+    from memtui.sources import open_source
+
+    source = open_source(copy_fixture(TENANT, tmp_path), now=now)
+    try:
+        assert make_app(source, check_on_start=False)._clock_text().plain == shown
+    finally:
+        source.close()
+
+
+async def test_a_logical_time_store_shows_its_own_now(tmp_path: Path):
     """A tenant store's clock is the --now it was given, not the wall clock."""
     from fixtures.sources_support import TENANT, copy_fixture
 
     from memtui.sources import open_source
 
+    now, shown = LOGICAL_NOWS[1]
     source = open_source(copy_fixture(TENANT, tmp_path), now=now)
     try:
         app = make_app(source, check_on_start=False)
@@ -439,21 +351,6 @@ async def test_a_logical_time_store_shows_its_own_now(tmp_path: Path, now, shown
             assert "Z" not in header.split("now", 1)[1]  # no wall-clock time
     finally:
         source.close()
-
-
-async def test_counts_have_thousands_separators(store: MemoryStore):
-    from memtui.tui.browse import ScopeNode
-
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        app.update_summary({"working": (47_000, 1_234), "episodic": (226, 0)})
-        await pilot.pause()
-        assert "47,226 live records · 1,234 refuted/expired" in screen_text(app).splitlines()[0]
-        label = app.query_one(ScopeTree).label_for(
-            ScopeNode("tier", "working", "working", 47_226, 1_234)
-        )
-        assert label.plain.endswith("working 47,226 +1,234 hidden")
 
 
 FLASK_PROFILE = "python:postgresql:waf_present:generic_waf:rest:flask"
@@ -504,78 +401,76 @@ async def search_tactic(pilot) -> None:
     await press_each(pilot, ("enter",))
 
 
-async def type_quote_into_the_query_box(app: MemtuiApp, pilot, came_from: str) -> None:
-    """The query box has focus and takes every letter of "quote" (q does not quit)."""
+async def type_q_into_the_query_box(app: MemtuiApp, pilot, came_from: str) -> None:
+    """The query box has focus and takes the letter q, the app's quit key: the app runs on
+    and the box holds just "q" (the key that brought focus there did not type itself).
+
+    One letter stands for all: the box takes every printable key before any binding
+    but a priority one, and q (quit) is the binding a typed query must never fire."""
     from memtui.tui.search_view import QueryInput
 
     box = app.query_one(QueryInput)
     assert app.active_tab == "search", came_from
     assert app.focused is box, came_from
-    for letter in "quote":
-        await pilot.press(letter)
-    await settle(pilot)
+    await press_each(pilot, ("q",))
     assert app.return_code is None, came_from  # still running
-    assert box.value == "quote", came_from
+    assert box.value == "q", came_from
     box.value = ""
 
 
-FOCUS_GROUPS = tuple(tuple(STARTING_FOCUS.items())[start::3] for start in range(3))
-"""The starting focuses in three groups of four, one app each: the three run on
-different workers (one app for all twelve kept one worker busy for 45 s)."""
+async def back_to_browses_first_focus(app: MemtuiApp, pilot, came_from: str) -> None:
+    """Browse shown, focus on its records, as at start: what the 1 key does from any
+    place where it is not typed (the query box takes it as a letter)."""
+    await app.run_action("switch_tab('browse')")
+    await settle(pilot)
+    assert app.active_tab == "browse", came_from
+    assert isinstance(app.focused, RecordTable), came_from
 
 
 @pytest.mark.starts_first
-@pytest.mark.parametrize("places", FOCUS_GROUPS, ids=["group-1", "group-2", "group-3"])
-async def test_2_and_slash_put_focus_in_the_query_box_from_every_focus(
-    sample_copy: MemoryStore, places: tuple[tuple[str, tuple[str, ...]], ...]
-):
+async def test_2_and_slash_put_focus_in_the_query_box_from_every_focus(sample_copy: MemoryStore):
     """Before any search, 2 and / reach the query box wherever focus was (a scrolled
     detail pane, a Lanes select, a closed dialog): typing a query never quits the app.
-    Several places in one app: escape and 1 bring focus back to Browse's first focus."""
-    assert sorted(place for group in FOCUS_GROUPS for place, _ in group) == sorted(STARTING_FOCUS)
+    Every place in one app: between them the app goes back to Browse's first focus."""
     app = make_app(sample_copy, poll_interval=None, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        for place, before in places:
-            await press_each(pilot, (*before, "2"))
-            await type_quote_into_the_query_box(app, pilot, f"2 after {place} {before}")
-            await press_each(pilot, ("escape", "1"))  # back to Browse's first focus
-            await press_each(pilot, (*before, "slash"))
-            await type_quote_into_the_query_box(app, pilot, f"slash after {place} {before}")
-            await press_each(pilot, ("escape", "1"))
+        for place, before in STARTING_FOCUS.items():
+            for key in ("2", "slash"):
+                came_from = f"{key} after {place} {before}"
+                await press_each(pilot, (*before, key))
+                await type_q_into_the_query_box(app, pilot, came_from)
+                await back_to_browses_first_focus(app, pilot, came_from)
 
 
 @pytest.mark.starts_first
-async def test_with_results_2_focuses_them_and_slash_the_query_box(sample_copy: MemoryStore):
-    """Once a search has results, they are Search's main widget: 2 focuses them and /
-    the query box, from a scrolled detail pane as from anywhere."""
+async def test_from_a_scrolled_detail_each_tab_key_focuses_the_tabs_main_widget(
+    sample_copy: MemoryStore,
+):
+    """Lanes (its profile select, with the profiles read), Audit (its table) and Browse
+    (its records) take focus from a scrolled detail pane. Once a search has results,
+    they are Search's main widget: 2 focuses them and / the query box, from a scrolled
+    detail pane as from anywhere."""
     from memtui.tui.search_view import ResultList
 
     app = make_app(sample_copy, poll_interval=None, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await search_tactic(pilot)
-        for before in ((), ("tab", "pagedown"), ("4",)):
-            await press_each(pilot, ("1", *before, "2"))
-            assert app.focused is app.query_one(ResultList), before
-            await press_each(pilot, ("1", *before, "slash"))
-            await type_quote_into_the_query_box(app, pilot, f"/ after {before}")
-            await press_each(pilot, ("escape",))
-
-
-async def test_after_a_scrolled_detail_each_tab_key_focuses_the_tabs_main_widget(
-    sample_copy: MemoryStore,
-):
-    """Lanes (its profile select, with the profiles read), Audit (its table) and Browse
-    (its records) take focus from a scrolled detail pane."""
-    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
         for key, main in (("3", "lanes-profile"), ("4", "audit-table"), ("1", "records")):
-            await press_each(pilot, ("1", "tab", "pagedown", key))
+            back = ("1",) if key != "3" else ()  # at start Browse's records have focus
+            await press_each(pilot, (*back, "tab", "pagedown", key))
             assert app.focused is not None and app.focused.id == main, key
             if key == "3":
                 assert FLASK_PROFILE in screen_text(app)
+        # With results (focus on Browse's records again, as at start).
+        await search_tactic(pilot)
+        await press_each(pilot, ("1",))
+        for before in ((), ("tab", "pagedown"), ("4",)):
+            await press_each(pilot, (*before, "2"))
+            assert app.focused is app.query_one(ResultList), before
+            await press_each(pilot, ("1", *before, "slash"))
+            await type_q_into_the_query_box(app, pilot, f"/ after {before}")
+            await back_to_browses_first_focus(app, pilot, f"/ after {before}")
 
 
 def help_section_of(widget) -> str:
@@ -608,38 +503,6 @@ def help_section_of(widget) -> str:
     raise AssertionError(f"no help section for {widget!r}")
 
 
-async def test_help_has_the_keys_of_every_widget_that_can_have_focus(
-    sample_copy: MemoryStore,
-):
-    """Each widget of each tab that can take focus (the Lanes selects and scroll, the
-    Search filter boxes, the tab bar) has its keys in a help section."""
-    from textual.widgets._tabbed_content import ContentTabs
-
-    sections = dict(key_sections(MemtuiApp))
-    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        tabs = ("browse", "search", "lanes", "audit", "eval")
-        for key, tab in zip("12345", tabs, strict=True):
-            if app.active_tab == "search":  # the digits type in the query box
-                await press_each(pilot, ("escape",))
-            await press_each(pilot, (key,))
-            assert app.active_tab == tab
-            focusable = [w for w in app.pane(tab).query("*") if w.focusable and w.display]
-            assert len(focusable) >= 2, tab
-            for widget in [*focusable, app.query_one(ContentTabs)]:
-                name = help_section_of(widget)
-                found = [rows for section, rows in sections.items() if section.startswith(name)]
-                assert found and found[0], (widget, name)
-    filters = next(rows for section, rows in sections.items() if section.startswith("Search: f"))
-    for rows in (filters, sections["Lanes"]):
-        keys = " ".join(key for key, _ in rows)
-        assert "tab" in keys and "enter" in keys and "esc" in keys
-    lanes = " ".join(what for _, what in sections["Lanes"])
-    assert "profile" in lanes and "engagement" in lanes and "scroll" in lanes
-    assert any("←" in key and "tab" in what for key, what in sections["Moving around"])
-
-
 def palette_keys(app: MemtuiApp) -> set[str]:
     """The keys the palette's commands name: the last parenthesis of their help text
     (``(asks for a reason; f)`` names f, ``(F5 or ctrl+r)`` both, ``(v on the Audit tab)`` v)."""
@@ -652,39 +515,6 @@ def palette_keys(app: MemtuiApp) -> set[str]:
         last = help_text.rsplit("(", 1)[1].rstrip(")").split("; ")[-1]
         named.update(part.split(" on ")[0] for part in last.split(" or "))
     return named
-
-
-async def test_the_palette_names_every_key_the_footer_shows_where_focus_is(
-    sample_copy: MemoryStore,
-):
-    """Browse, the query box, a filter box, the results (with the what-if weights [ ] =),
-    Lanes and Audit: each key the footer offers there is a palette command too."""
-    from memtui.tui.help import key_label
-
-    app = make_app(sample_copy, poll_interval=None, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        places = {
-            "records": (),
-            "tree": ("shift+tab",),
-            "query box": ("2",),
-            "results": (*"tactic", "enter"),
-            "filter": ("slash", "tab"),
-            "lanes": ("3",),
-            "audit": ("4",),
-            "eval path box": ("5",),
-        }
-        shown = set()
-        for place, keys in places.items():
-            await press_each(pilot, keys)
-            footer = {
-                key_label(active.binding)
-                for active in app.screen.active_bindings.values()
-                if active.enabled and active.binding.show and active.binding.description
-            }
-            assert footer - palette_keys(app) == set(), place
-            shown |= footer
-        assert {"[", "]", "=", "f", "t", "v", "/", "q"} <= shown
 
 
 def palette_offers(app: MemtuiApp, words: str) -> bool:
@@ -709,12 +539,166 @@ async def run_palette_command(app: MemtuiApp, pilot, words: str) -> None:
     await press_each(pilot, ("enter",))
 
 
-async def test_the_weight_commands_of_the_palette_rerank(sample_copy: MemoryStore):
-    from memtui.tui.search_view import DEFAULT_KEYWORD_TENTHS
+def footer_keys(app: MemtuiApp) -> set[str]:
+    """The keys the footer offers where focus is (shown, enabled, described)."""
+    from memtui.tui.help import key_label
+
+    return {
+        key_label(active.binding)
+        for active in app.screen.active_bindings.values()
+        if active.enabled and active.binding.show and active.binding.description
+    }
+
+
+def assert_help_has_the_keys_of_the_tabs_focusable_widgets(app: MemtuiApp, tab: str) -> None:
+    """Each widget of ``tab`` that can take focus now, and the tab bar, has a help
+    section with rows."""
+    from textual.widgets._tabbed_content import ContentTabs
+
+    sections = dict(key_sections(MemtuiApp))
+    assert app.active_tab == tab
+    focusable = [w for w in app.pane(tab).query("*") if w.focusable and w.display]
+    assert len(focusable) >= 2, tab
+    for widget in [*focusable, app.query_one(ContentTabs)]:
+        name = help_section_of(widget)
+        found = [rows for section, rows in sections.items() if section.startswith(name)]
+        assert found and found[0], (widget, name)
+
+
+async def test_the_footer_the_palette_and_help_wherever_focus_is(
+    sample_copy: MemoryStore, monkeypatch
+):
+    """One walk through the places focus can be, from the first screen, with four checks
+    along it, each with its own messages:
+
+    - the footer shows the keys of the focused widget (a note's records: Forget and Show
+      hidden, no Refute, which is for tactics; the query box: no Quit, q types there);
+    - several changes of the bindings in one frame (a search makes four or five) cost
+      one look at the keys; the same keys rebuild nothing, other keys are written into
+      the footer's widgets, and it then shows what a rebuild by Textual shows;
+    - each key the footer offers is a palette command too (the what-if weights [ ] =
+      among them);
+    - each widget of each tab that can take focus (the Lanes selects and scroll, the
+      Search filter boxes, the tab bar) has its keys in a help section."""
+    from memtui.tui.footer import KeysFooter
 
     app = make_app(sample_copy, poll_interval=None, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        looked, rebuilt = [], []
+        keys_for, recompose = KeysFooter._keys_for, Footer.recompose
+
+        def counted_look(self, screen):
+            looked.append(self)
+            return keys_for(self, screen)
+
+        async def counted_rebuild(self) -> None:
+            rebuilt.append(self)
+            await recompose(self)
+
+        monkeypatch.setattr(KeysFooter, "_keys_for", counted_look)
+        monkeypatch.setattr(Footer, "recompose", counted_rebuild)
+        for _ in range(5):
+            app.screen.refresh_bindings()
+        await settle(pilot)
+        assert (len(looked), len(rebuilt)) == (1, 0), "one look for a frame's changes"
+
+        shown: set[str] = set()
+
+        def palette_names_the_footers_keys(place: str) -> None:
+            keys = footer_keys(app)
+            assert keys - palette_keys(app) == set(), place
+            shown.update(keys)
+
+        # The first screen: a note's records.
+        footer = screen_text(app).splitlines()[-1]
+        assert app.query_one(RecordTable).current.record_type == "observation"
+        assert "Refute" not in footer  # tactics only
+        assert "Forget" in footer and "Show hidden" in footer
+        assert "Forget engagement" not in footer
+        palette_names_the_footers_keys("records")
+        assert_help_has_the_keys_of_the_tabs_focusable_widgets(app, "browse")
+        await press_each(pilot, ("shift+tab",))
+        assert isinstance(app.focused, ScopeTree)
+        footer = screen_text(app).splitlines()[-1]  # the footer follows a frame after the focus
+        assert "Refute" not in footer and "Show hidden" in footer, "tree"
+        palette_names_the_footers_keys("tree")
+        await press_each(pilot, ("2",))  # the query box takes the focus: its keys replace Browse's
+        footer = screen_text(app).splitlines()[-1]
+        assert "Run search" in footer and "Refute" not in footer, "query box"
+        assert "Quit" not in footer, "query box"  # q types into the box
+        assert rebuilt == []  # written in place
+        assert_help_has_the_keys_of_the_tabs_focusable_widgets(app, "search")
+        footer_widget = app.query_one(KeysFooter)
+        places = {
+            "query box": (),
+            "results": (*"tactic", "enter"),
+            "filter": ("slash", "tab"),
+            "lanes": ("3",),
+            "audit": ("4",),
+            "records": ("1",),
+            "tree": ("shift+tab",),
+            "detail": ("tab", "tab"),
+            "records again": ("shift+tab",),
+        }
+        for place, keys in places.items():
+            await press_each(pilot, keys)
+            palette_names_the_footers_keys(place)
+            if place in ("lanes", "audit"):
+                assert_help_has_the_keys_of_the_tabs_focusable_widgets(app, place)
+            written = screen_text(app).splitlines()[-1]
+            app.screen.query_one(KeysFooter).refresh(recompose=True)  # Textual's rebuild
+            await settle(pilot)
+            assert screen_text(app).splitlines()[-1] == written, place
+        assert len(rebuilt) == len(places)
+        assert app.query_one(KeysFooter) is footer_widget
+        await press_each(pilot, ("5",))
+        palette_names_the_footers_keys("eval path box")
+        assert_help_has_the_keys_of_the_tabs_focusable_widgets(app, "eval")
+        assert {"[", "]", "=", "f", "t", "v", "/", "q"} <= shown
+
+
+def test_help_says_how_to_move_through_the_filters_and_lanes():
+    """The Search filters' and the Lanes' help sections name tab, enter and esc; Lanes
+    names its profile, engagement and scroll; Moving around names the arrow keys."""
+    sections = dict(key_sections(MemtuiApp))
+    filters = next(rows for section, rows in sections.items() if section.startswith("Search: f"))
+    for rows in (filters, sections["Lanes"]):
+        keys = " ".join(key for key, _ in rows)
+        assert "tab" in keys and "enter" in keys and "esc" in keys
+    lanes = " ".join(what for _, what in sections["Lanes"])
+    assert "profile" in lanes and "engagement" in lanes and "scroll" in lanes
+    assert any("←" in key and "tab" in what for key, what in sections["Moving around"])
+
+
+async def test_the_command_palette_runs_memtui_commands(sample_copy: MemoryStore):
+    """Typed into, the palette offers memtui's commands: forget record opens its dialog
+    for the highlighted record (cancelled: the record stays). With a search's results,
+    its weight commands re-rank; and it switches tabs."""
+    from memtui.tui.search_view import DEFAULT_KEYWORD_TENTHS
+
+    store = sample_copy
+    app = make_app(store, poll_interval=None, check_on_start=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        record = app.query_one(RecordTable).current
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        assert isinstance(app.screen, CommandPalette)
+        for char in "forget record":
+            await pilot.press("space" if char == " " else char)
+        # the palette gathers its hits in a task of its own
+        await wait_for(pilot, lambda: f"Forget record #{record.id}" in screen_text(app))
+        text = screen_text(app)
+        assert f"Forget record #{record.id}" in text
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmRecordAction)
+        assert app.screen.record.id == record.id
+        await pilot.press("escape")
+        await settle(pilot)
+        assert store.get(int(record.id)) is not None
+
         await search_tactic(pilot)
         search = app.search
         for command, tenths in (
@@ -725,3 +709,6 @@ async def test_the_weight_commands_of_the_palette_rerank(sample_copy: MemoryStor
             await run_palette_command(app, pilot, command)
             assert search.keyword_tenths == tenths, command
             assert search.response is not None and search.response.results
+
+        await run_palette_command(app, pilot, "audit tab")
+        assert app.active_tab == "audit"
