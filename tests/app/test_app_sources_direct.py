@@ -15,6 +15,7 @@ import pytest
 from conftest import fixed_clock
 from fixtures.qdrant_support import copy_mem0_store
 from fixtures.sources_support import LANGGRAPH, LANGGRAPH_VECTORS, TENANT, copy_fixture
+from rich.text import Text
 from test_app_sources import CASES, LG_NOW, make, opened
 
 from memtui.core.arithmetic import lane_places
@@ -23,12 +24,15 @@ from memtui.core.search import SearchRequest
 from memtui.sources import open_source
 from memtui.sources.changes import Change, Saved, save_change, scope_plan
 from memtui.tui.app import MemtuiApp, make_app
+from memtui.tui.banners import SourceBanner
 from memtui.tui.base import offers
 from memtui.tui.breakdown import arithmetic, render_breakdown
 from memtui.tui.changes import _shown
+from memtui.tui.detail_format import detail_sections, record_detail
 from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog
-from memtui.tui.format import record_label
+from memtui.tui.format import record_label, record_row
 from memtui.tui.scope_tree import forget_noun, scope_nodes
+from memtui.tui.search_results import result_prompt
 from memtui.tui.search_view import RESULT_LIMIT
 
 
@@ -40,6 +44,20 @@ def app_search(source: Any, query: str, embedder: Any = None):
 def tree_nodes(source: Any) -> list:
     """The Browse tree's nodes as its worker counts them (``BrowsePane``)."""
     return scope_nodes(source, source.facets(), source.facets(include_hidden=True), False)
+
+
+def banner_lines(source: Any, width: int) -> list[str]:
+    """The source banner's lines as the app lays it out (``AppBase._render_banner``) on
+    a read-only foreign store; what it would show, kept without an app to show it."""
+    banner = SourceBanner()
+    shown: list[Text] = []
+    banner.update = shown.append  # type: ignore[method-assign]
+    banner.kind_label = source.kind_label
+    banner.writes_refused = True
+    interrupted = len(source.interrupted_forgets()) if source.can("audit") else 0
+    banner.notes = (list(source.header_notes()), interrupted)
+    banner.lay_out(width)
+    return shown[-1].plain.splitlines()
 
 
 def confirm(source: Any, kind: str, target: Any) -> tuple[Saved, tuple]:
@@ -58,20 +76,37 @@ def test_each_source_gives_the_app_its_counts_results_and_refusal(case, tmp_path
     try:
         app = make_app(source, embedder=HashEmbedder(8), poll_interval=None, check_on_start=False)
         assert isinstance(app, MemtuiApp) and app.source is source
-        assert source.kind_label.strip(), "the banner opens with the kind of store"
+        # The banner: the kind of store, that it is read-only, then its notes.
+        assert source.kind_label.strip()
+        banner = banner_lines(source, 140)
+        assert banner[0].startswith(f"{source.kind_label} · read-only: forget needs --allow-writes")
+        assert app._clock_text().plain.startswith("now ")  # the header's clock
         # The tree has every tier with the source's own counts.
         shown = {tier.tier: tier.live for tier, _children in tree_nodes(source)}
         for facet in source.facets():
             assert shown[facet.tier] == facet.count, f"the tree counts tier {facet.tier}"
+        # The first tier's first page, as the table's rows; the first record's detail.
+        first_tier = next(f.tier for f in source.facets() if f.count)
+        page = source.page({"tier": first_tier}, limit=200).records
+        scope_keys = tuple(source.facet_keys) or tuple(source.scope_keys)
+        for record in page:
+            cells = record_row(record, source.now(), 60, scope_keys=scope_keys)
+            assert cells["content"].plain, record.id
+        detail = record_detail(page[0], source.now()).plain
+        assert "content" in detail, "the detail pane lists the record's fields"
+        detail_sections(source.detail(page[0].id), notes=source.notes(page[0]))
         # Search: results with the source's ids; each breakdown adds up, and says so.
         response = app_search(source, case[3], app.embedder)
         assert response.results, case[3]
         places = lane_places(response.candidates or response.results, response.trace.pools)
         for result in response.results:
             assert arithmetic(result, response.trace).adds_up, result.id
-            breakdown = render_breakdown(result, response.trace, None, places).plain
-            assert "✓ adds up" in breakdown, result.id
-            assert source.get(result.id) is not None, result.id
+            breakdown = render_breakdown(result, response.trace, None, places)
+            assert "✓ adds up" in breakdown.plain, result.id
+            record = source.get(result.id)
+            assert record is not None, result.id
+            # The result's line in the list, with its breakdown expanded below it.
+            result_prompt(result, record, id_width=20, tier_width=10, breakdown=breakdown)
         # Read-only by default: f is offered, and refused with the reason (--allow-writes).
         assert app.read_only and not app.native
         assert offers(source, "forget") and not source.can("forget")
