@@ -180,8 +180,15 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float, pause: 
                     ),
                 )
                 table.focus()
+                # The dialog is up once its reason box (mounted with it) has the focus.
                 await press_while_writing(
-                    pilot, "f", lambda: isinstance(app.screen, ConfirmRecordAction), "the dialog"
+                    pilot,
+                    "f",
+                    lambda: (
+                        isinstance(app.screen, ConfirmRecordAction)
+                        and getattr(app.focused, "id", None) == "reason"
+                    ),
+                    "the dialog",
                 )
                 dialog = app.screen
                 target = dialog.record
@@ -283,11 +290,36 @@ async def test_the_search_says_when_the_database_changed_and_f5_reruns_it(sample
 async def test_an_agent_side_refutation_shows_up_on_the_open_audit_and_lanes_tabs(
     sample_path: Path,
 ):
+    """First, the check on start: a healthy database shows no check banner. The check
+    runs in a child process: closing any descriptor of the database file in the app's
+    process would cancel the app's POSIX locks; a reader in another process closing its
+    connection would then delete the WAL and shared memory the app still uses."""
     with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
         tactic = store.fetch(record_type="tactic", limit=1)[0]
         app = make_app(store, poll_interval=0.1)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
+            # The check on a healthy database: no banner.
+            await wait_for(pilot, lambda: app.check_report is not None)
+            assert app.check_report["ok"]
+            assert not app.query_one("#check-banner").display
+            assert "memtui check" not in screen_text(app)
+            # The app's locks outlive the check: another reader's close keeps the WAL.
+            assert Path(f"{sample_path}-wal").exists() and Path(f"{sample_path}-shm").exists()
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                    "c.execute('SELECT count(*) FROM records').fetchall(); c.close()",
+                    str(sample_path),
+                ],
+                check=True,
+                timeout=60,
+            )
+            assert Path(f"{sample_path}-wal").exists(), "the WAL outlives another reader's close"
+            assert Path(f"{sample_path}-shm").exists(), "so does the shared memory"
+            # The agent refutes a tactic while Lanes (built, then left) and Audit are open.
             await pilot.press("3")  # Lanes built (tabs are built when first shown), then left
             await settle(pilot)
             await pilot.press("4")
@@ -361,35 +393,8 @@ async def test_a_forget_waits_while_another_connection_holds_the_write_lock(samp
 # ---------------------------------------------------------------- check banner
 
 
-async def test_a_healthy_database_shows_no_check_banner_and_keeps_its_locks(sample_path: Path):
-    """The check on start finds nothing: no banner. It runs in a child process: closing
-    any descriptor of the database file in the app's process would cancel the app's POSIX
-    locks; a reader in another process closing its connection would then delete the WAL
-    and shared memory the app still uses. The check must not do that."""
-    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
-        app = make_app(store)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            await wait_for(pilot, lambda: app.check_report is not None)
-            # A healthy database: no banner.
-            assert app.check_report["ok"]
-            assert not app.query_one("#check-banner").display
-            assert "memtui check" not in screen_text(app)
-            # The app's locks outlive the check: another reader's close keeps the WAL.
-            assert Path(f"{sample_path}-wal").exists() and Path(f"{sample_path}-shm").exists()
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
-                    "c.execute('SELECT count(*) FROM records').fetchall(); c.close()",
-                    str(sample_path),
-                ],
-                check=True,
-                timeout=60,
-            )
-            assert Path(f"{sample_path}-wal").exists(), "the WAL outlives another reader's close"
-            assert Path(f"{sample_path}-shm").exists(), "so does the shared memory"
+# A healthy database's check (no banner; run in a child process so the app keeps its
+# locks) is checked at the start of the agent-side refutation test above.
 
 
 async def test_an_edited_audit_row_raises_the_check_banner(short_sample_path: Path):
