@@ -13,13 +13,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.widgets import Static
+from textual import events
+from textual.widgets import Input, Static
 
 from memtui.core.store import MemoryStore, MemoryStoreError
-from memtui.tui import check_process
+from memtui.tui import check_process, record_table
 from memtui.tui.app import make_app
 from memtui.tui.browse import RecordTable, ScopeTree
 from memtui.tui.dialogs import ConfirmRecordAction
@@ -97,6 +99,10 @@ def working_live(app) -> int:
     return node.data.live if node is not None and node.data is not None else -1
 
 
+def current_id(table: RecordTable) -> str | None:
+    return table.current.id if table.current is not None else None
+
+
 def agent_rows(path: Path) -> list[str]:
     with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
         rows = conn.execute(
@@ -105,14 +111,24 @@ def agent_rows(path: Path) -> list[str]:
     return [r[0] for r in rows]
 
 
-async def type_text(pilot, text: str) -> None:
-    for char in text:
-        await pilot.press("space" if char == " " else char)
+async def press_while_writing(
+    pilot, key: str, done: Callable[[], bool], what: str, timeout: float = 10.0
+) -> None:
+    """One key press, sent as ``pilot.press`` sends it, then waited for by its effect.
+
+    ``pilot.press`` waits (up to a second, twice) for the process to go idle, which the
+    refreshes of a writing agent's commits keep it from: each key would cost seconds of
+    refreshes. The key goes through the app's own key handling all the same."""
+    event = events.Key(key, key if len(key) == 1 else None)
+    event.set_sender(pilot.app)
+    pilot.app.post_message(event)
+    await wait_for(pilot, done, timeout=timeout, what=what)
 
 
-async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None:
-    """The agent writes for ``seconds`` (more if the steps take longer); the operator
-    watches, then forgets one of its records while it writes."""
+async def _live_writer_beside_the_app(sample_path: Path, seconds: float, pause: float) -> None:
+    """The agent writes for ``seconds`` (more if the steps take longer), one record every
+    ``pause`` seconds at most; the operator watches, then forgets one of its records while
+    it writes. ``seconds`` 0: the agent stops once it has written after the forget."""
     with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
         working_at_open = store.tier_counts()["working"]
         app = make_app(store, poll_interval=0.2)
@@ -125,7 +141,7 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None
             await pilot.press("down", "down")
             await settle(pilot)
             watched = table.current
-            proc = start_writer(sample_path, 120)
+            proc = start_writer(sample_path, 120, pause)
             started = time.monotonic()
             try:
                 # The tree, the header and the table follow the agent's writes.
@@ -135,15 +151,18 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None
                     lambda: any(r.scope.get("engagement") == ENGAGEMENT for r in table.records),
                 )
                 assert table.current is not None and table.current.id == watched.id
-                # (the header's new count and its width are laid out a frame apart)
+                # (the header's new count and its width are laid out a frame apart; the
+                # screen is read once the count is there, not on every look)
+                await wait_for(pilot, lambda: app.query_one("#live", Static).display)
                 await wait_for(pilot, lambda: "new since open" in screen_text(app).splitlines()[0])
-                # The screen answers while the agent writes: both keys are handled.
-                await pilot.press("down")
-                await settle(pilot)
-                assert table.current is not None and table.current.id != watched.id
-                await pilot.press("up")
-                await settle(pilot)
-                assert table.current.id == watched.id
+                # The screen answers while the agent writes: both keys are handled (waited
+                # for by their effect: the agent's commits keep the app's workers busy).
+                await press_while_writing(
+                    pilot, "down", lambda: current_id(table) not in (None, watched.id), "down"
+                )
+                await press_while_writing(
+                    pilot, "up", lambda: current_id(table) == watched.id, "up"
+                )
                 # Forget one of the agent's records while it keeps writing.
                 tree = app.query_one(ScopeTree)
                 await wait_for(
@@ -161,20 +180,38 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None
                     ),
                 )
                 table.focus()
-                await pilot.press("f")
-                await wait_for(pilot, lambda: isinstance(app.screen, ConfirmRecordAction))
-                target = app.screen.record
+                # The dialog is up once its reason box (mounted with it) has the focus.
+                await press_while_writing(
+                    pilot,
+                    "f",
+                    lambda: (
+                        isinstance(app.screen, ConfirmRecordAction)
+                        and getattr(app.focused, "id", None) == "reason"
+                    ),
+                    "the dialog",
+                )
+                dialog = app.screen
+                target = dialog.record
                 assert target.scope.get("engagement") == ENGAGEMENT
-                await type_text(pilot, "mistake")
-                await pilot.press("tab", "tab", "enter")
-                await wait_for(
-                    pilot, lambda: store.get(int(target.id)) is None and app.saving is None
+                dialog.query_one("#reason", Input).value = "mistake"
+                # From the reason: tab to Cancel, tab to Forget, enter presses it.
+                for key, focused in (("tab", "cancel"), ("tab", "confirm")):
+                    await press_while_writing(
+                        pilot, key, lambda f=focused: getattr(app.focused, "id", None) == f, key
+                    )
+                await press_while_writing(
+                    pilot,
+                    "enter",
+                    lambda: store.get(int(target.id)) is None and app.saving is None,
+                    "the forget",
+                    timeout=30,  # its checkpoint waits out the agent's writes
                 )
                 assert proc.poll() is None, "the writer was still writing during the forget"
                 # The agent goes on writing after the forget, then stops.
                 before = working_live(app)
                 await wait_for(pilot, lambda: working_live(app) > before)
-                await pilot.pause(max(0.0, seconds - (time.monotonic() - started)))
+                if seconds > 0:  # the soak: the agent goes on for its whole time
+                    await pilot.pause(max(0.0, seconds - (time.monotonic() - started)))
             finally:
                 written = stop_writer(sample_path, proc)
             # After the writer stopped: one last poll and every view agrees with the file.
@@ -206,14 +243,19 @@ async def _live_writer_beside_the_app(sample_path: Path, seconds: float) -> None
 
 @pytest.mark.starts_first
 async def test_a_live_writer_shows_up_and_a_forget_during_its_writes_succeeds(
-    sample_path: Path,
+    sample_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    await _live_writer_beside_the_app(sample_path, seconds=2.5)
+    # The agent writes a few pages of rows, not hundreds: pages of 25, not 200, keep the
+    # final check paging the table to its end.
+    monkeypatch.setattr(record_table, "PAGE_SIZE", 25)
+    # The agent stops once the forget is done and its next write is seen (seconds 0),
+    # writing at most 20 records a second: a few pages of rows for the final check.
+    await _live_writer_beside_the_app(sample_path, seconds=0, pause=0.05)
 
 
 @pytest.mark.soak
 async def test_a_live_writer_soak(sample_path: Path):
-    await _live_writer_beside_the_app(sample_path, seconds=30)
+    await _live_writer_beside_the_app(sample_path, seconds=30, pause=0.01)
 
 
 async def test_the_search_says_when_the_database_changed_and_f5_reruns_it(sample_path: Path):
@@ -222,7 +264,8 @@ async def test_the_search_says_when_the_database_changed_and_f5_reruns_it(sample
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
             await pilot.press("slash")
-            await type_text(pilot, "sqlmap")
+            await settle(pilot)
+            app.query_one("#query", Input).value = "sqlmap"
             await pilot.press("enter")
             await settle(pilot)
             pane = app.query_one(SearchPane)
@@ -247,11 +290,36 @@ async def test_the_search_says_when_the_database_changed_and_f5_reruns_it(sample
 async def test_an_agent_side_refutation_shows_up_on_the_open_audit_and_lanes_tabs(
     sample_path: Path,
 ):
+    """First, the check on start: a healthy database shows no check banner. The check
+    runs in a child process: closing any descriptor of the database file in the app's
+    process would cancel the app's POSIX locks; a reader in another process closing its
+    connection would then delete the WAL and shared memory the app still uses."""
     with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
         tactic = store.fetch(record_type="tactic", limit=1)[0]
         app = make_app(store, poll_interval=0.1)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
+            # The check on a healthy database: no banner.
+            await wait_for(pilot, lambda: app.check_report is not None)
+            assert app.check_report["ok"]
+            assert not app.query_one("#check-banner").display
+            assert "memtui check" not in screen_text(app)
+            # The app's locks outlive the check: another reader's close keeps the WAL.
+            assert Path(f"{sample_path}-wal").exists() and Path(f"{sample_path}-shm").exists()
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
+                    "c.execute('SELECT count(*) FROM records').fetchall(); c.close()",
+                    str(sample_path),
+                ],
+                check=True,
+                timeout=60,
+            )
+            assert Path(f"{sample_path}-wal").exists(), "the WAL outlives another reader's close"
+            assert Path(f"{sample_path}-shm").exists(), "so does the shared memory"
+            # The agent refutes a tactic while Lanes (built, then left) and Audit are open.
             await pilot.press("3")  # Lanes built (tabs are built when first shown), then left
             await settle(pilot)
             await pilot.press("4")
@@ -293,7 +361,8 @@ async def test_a_forget_waits_while_another_connection_holds_the_write_lock(samp
             assert record is not None
             await pilot.press("f")
             await settle(pilot)
-            await type_text(pilot, "erase while the agent writes")
+            assert isinstance(app.screen, ConfirmRecordAction)
+            app.screen.query_one("#reason", Input).value = "erase while the agent writes"
             holder = sqlite3.connect(sample_path, isolation_level=None)
             try:
                 holder.execute("BEGIN IMMEDIATE")  # the agent's write lock
@@ -324,15 +393,8 @@ async def test_a_forget_waits_while_another_connection_holds_the_write_lock(samp
 # ---------------------------------------------------------------- check banner
 
 
-async def test_a_healthy_database_shows_no_check_banner(sample_path: Path):
-    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
-        app = make_app(store)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            await wait_for(pilot, lambda: app.check_report is not None)
-            assert app.check_report["ok"]
-            assert not app.query_one("#check-banner").display
-            assert "memtui check" not in screen_text(app)
+# A healthy database's check (no banner; run in a child process so the app keeps its
+# locks) is checked at the start of the agent-side refutation test above.
 
 
 async def test_an_edited_audit_row_raises_the_check_banner(short_sample_path: Path):
@@ -408,27 +470,3 @@ def test_the_live_writer_script_runs(tmp_path: Path):
     assert proc.wait(timeout=30) == 0
     assert written > 0
     assert agent_rows(path) == [f"agent observation {i}" for i in range(written)]
-
-
-async def test_the_check_runs_in_a_child_process_so_the_app_keeps_its_locks(sample_path: Path):
-    """Closing any descriptor of the database file in the app's process would cancel the
-    app's POSIX locks; a reader in another process closing its connection would then
-    delete the WAL and shared memory the app still uses. The check must not do that."""
-    with MemoryStore(sample_path, clock=fixed_clock, operator="tester") as store:
-        app = make_app(store)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            await wait_for(pilot, lambda: app.check_report is not None)
-            assert Path(f"{sample_path}-wal").exists() and Path(f"{sample_path}-shm").exists()
-            subprocess.run(
-                [
-                    sys.executable,
-                    "-c",
-                    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); "
-                    "c.execute('SELECT count(*) FROM records').fetchall(); c.close()",
-                    str(sample_path),
-                ],
-                check=True,
-                timeout=60,
-            )
-            assert Path(f"{sample_path}-wal").exists() and Path(f"{sample_path}-shm").exists()

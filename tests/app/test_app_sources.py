@@ -20,6 +20,7 @@ from fixtures.sources_support import (
 from textual.widgets import Input, Static
 
 from memtui.core.embed import HashEmbedder
+from memtui.core.search import SearchResponse
 from memtui.sources import open_source
 from memtui.tui.app import MemtuiApp, make_app
 from memtui.tui.breakdown import arithmetic
@@ -31,7 +32,8 @@ from memtui.tui.testing import screen_text, settle
 
 LG_NOW = "2026-11-30T12:00:30Z"
 
-# name, how to make it, now, query, a tier the Browse tree shows, a scope key shown
+# name, how to make it, now, query, a scope key shown. The app runs on langgraph and
+# letta below; tests/app/test_app_sources_direct.py checks what every one of them gives it.
 CASES: list[tuple[str, Any, Any, str, str]] = [
     ("langgraph", LANGGRAPH, LG_NOW, "paris trip", "namespace"),
     ("preferences", PREFERENCES, None, "qwphlumbix", "session"),
@@ -65,56 +67,161 @@ async def run_query(pilot, text: str) -> SearchPane:
     return pilot.app.query_one(SearchPane)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
-async def test_the_one_app_opens_browses_and_searches_each_source(case, tmp_path):
+def case_named(name: str) -> tuple:
+    return next(case for case in CASES if case[0] == name)
+
+
+def check_browse(app: MemtuiApp, source: Any) -> None:
+    """The first screen: the banner, the tree with the source's counts, the first page."""
+    text = screen_text(app)
+    assert source.kind_label in text  # the banner says what kind of store this is
+    assert "read-only: forget needs --allow-writes" in text
+    # The tree has every tier with the source's own counts.
+    tree = app.query_one(ScopeTree)
+    # Values that carry their key get the room to be read whole.
+    assert tree.has_class("-keys") == (len(source.facet_keys) > 1)
+    for facet in source.facets():
+        node = tree.find("tier", facet.tier, facet.tier)
+        assert node is not None and node.data is not None
+        assert node.data.live == facet.count
+    # The table shows the first tier's first page, from the source's pages.
+    table = app.query_one(RecordTable)
+    first_tier = next(f.tier for f in source.facets() if f.count)
+    page = source.page({"tier": first_tier}, limit=200)
+    assert [r.id for r in table.records] == [r.id for r in page.records]
+
+
+async def check_search_and_refused_forget(pilot, source: Any, query: str) -> SearchResponse:
+    """Search: results with the source's ids; the expanded breakdown adds up. Read-only
+    by default: forget is refused with the reason, no dialog."""
+    app = pilot.app
+    pane = await run_query(pilot, query)
+    response = pane.response
+    assert response is not None and response.results
+    for result in response.results:
+        assert arithmetic(result, response.trace).adds_up
+        assert source.get(result.id) is not None  # type: ignore[attr-defined]
+    await pilot.press("enter")
+    await settle(pilot)
+    assert "✓ adds up" in screen_text(app)
+    app.query_one(ResultList).focus()
+    await pilot.press("f")
+    await settle(pilot)
+    assert not isinstance(app.screen, ConfirmRecordAction)
+    assert "--allow-writes" in " ".join(str(n.message) for n in app._notifications)
+    return response
+
+
+# The app's code is the same for every source: it runs here on two (one facet key, and
+# several with a list-valued one); what each source gives it (counts, results, their
+# breakdowns, the read-only refusal) is checked for every source, without the app, in
+# tests/app/test_app_sources_direct.py.
+
+
+async def test_the_one_app_opens_browses_and_searches_langgraph_and_nests_namespaces(tmp_path):
+    """Also: a change by another process refreshes the counts and keeps the highlighted
+    record; memories.user-2.notes hangs under memories.user-2, shown by the rest of its
+    name; selecting it lists its records, and a refresh keeps the nesting."""
+    case = case_named("langgraph")
+    path = make(LANGGRAPH, tmp_path / "store")
+    source = open_source(path, now=LG_NOW, clock=fixed_clock)
+    try:
+        app = make_app(source, embedder=HashEmbedder(8), poll_interval=None, check_on_start=False)
+        assert isinstance(app, MemtuiApp) and app.source is source
+        async with app.run_test(size=(140, 50)) as pilot:
+            await settle(pilot)
+            check_browse(app, source)
+            # A live change refreshes the counts and keeps the highlighted record.
+            table = app.query_one(RecordTable)
+            tier = table.scope.tier if table.scope else None
+            before = len(table.records)
+            table.move_cursor(row=1)
+            await settle(pilot)
+            kept = app.current_record_id()
+            assert kept is not None
+            app._poll()
+            await settle(pilot)
+            assert app.external_changes == 0, "no change yet"
+            with sqlite3.connect(path) as db:
+                cursor = db.execute("SELECT * FROM store LIMIT 1")
+                cols = [d[0] for d in cursor.description]
+                values = dict(zip(cols, cursor.fetchone(), strict=True))
+                values.update(
+                    prefix="memories.aaa-new", key="fresh", expires_at=None, ttl_minutes=None
+                )
+                marks = ",".join("?" for _ in cols)
+                db.execute(
+                    f"INSERT INTO store ({','.join(cols)}) VALUES ({marks})", list(values.values())
+                )
+            app._poll()
+            await settle(pilot)
+            assert app.external_changes == 1, "the change is seen"
+            assert "new since open" in screen_text(app)
+            assert len(table.records) == before + 1, "the table has the new record"
+            assert table.scope is not None and table.scope.tier == tier, "on the same tier"
+            assert app.current_record_id() == kept, "the highlighted record stays"
+            # The namespaces nest in the scope tree.
+            tree = app.query_one(ScopeTree)
+            notes = tree.find("namespace", "memories", "memories.user-2.notes")
+            assert notes is not None and notes.data is not None
+            assert notes.data.kind == "namespace"
+            assert notes.parent is not None and notes.parent.data is not None
+            assert notes.parent.data.value == "memories.user-2"
+            assert notes.parent.parent is not None and notes.parent.parent.data is not None
+            assert notes.parent.parent.data.kind == "tier"
+            assert "….notes" in notes.label.plain
+            assert tree.find("namespace", "memories", "memories.user-1").parent.data.kind == "tier"
+            tree.focus()
+            tree.move_cursor(notes)
+            await settle(pilot)
+            table = app.query_one(RecordTable)
+            assert table.records and all(
+                r.scope["namespace"] == "memories.user-2.notes" for r in table.records
+            ), "selecting the nested namespace lists its records"
+            app._poll()  # a refresh with the same shape keeps the nested nodes
+            await settle(pilot)
+            again = tree.find("namespace", "memories", "memories.user-2.notes")
+            assert again is not None and again.parent.data.value == "memories.user-2"
+            # Search and the read-only refusal.
+            await check_search_and_refused_forget(pilot, source, case[3])
+    finally:
+        source.close()
+
+
+async def test_the_one_app_opens_browses_and_searches_letta_with_its_vectors(tmp_path):
+    """Also: the app's embedder runs the vector lane on the store's own vectors, and the
+    keys only a memtui database has are not offered."""
+    case = case_named("letta")
     source = opened(case, tmp_path / "store")
     try:
         app = make_app(source, embedder=HashEmbedder(8), poll_interval=None, check_on_start=False)
         assert isinstance(app, MemtuiApp) and app.source is source
         async with app.run_test(size=(140, 50)) as pilot:
             await settle(pilot)
-            text = screen_text(app)
-            assert source.kind_label in text  # the banner says what kind of store this is
-            assert "read-only: forget needs --allow-writes" in text
-            # The tree has every tier with the source's own counts.
-            tree = app.query_one(ScopeTree)
-            # Values that carry their key get the room to be read whole.
-            assert tree.has_class("-keys") == (len(source.facet_keys) > 1)
-            for facet in source.facets():
-                node = tree.find("tier", facet.tier, facet.tier)
-                assert node is not None and node.data is not None
-                assert node.data.live == facet.count
-            # The table shows the first tier's first page, from the source's pages.
-            table = app.query_one(RecordTable)
-            first_tier = next(f.tier for f in source.facets() if f.count)
-            page = source.page({"tier": first_tier}, limit=200)
-            assert [r.id for r in table.records] == [r.id for r in page.records]
-            # Search: results with the source's ids; the expanded breakdown adds up.
-            pane = await run_query(pilot, case[3])
-            response = pane.response
-            assert response is not None and response.results
-            for result in response.results:
-                assert arithmetic(result, response.trace).adds_up
-                assert source.get(result.id) is not None  # type: ignore[attr-defined]
-            await pilot.press("enter")
-            await settle(pilot)
-            assert "✓ adds up" in screen_text(app)
-            # Read-only by default: forget is refused with the reason, no dialog.
-            app.query_one(ResultList).focus()
-            await pilot.press("f")
+            check_browse(app, source)
+            # Native-only keys are not offered on a foreign store: no refute, and r does
+            # nothing; forget is offered (read-only says why).
+            footer = screen_text(app).splitlines()[-1]
+            assert "f Forget" in footer
+            assert "r Refute" not in footer
+            await pilot.press("r")
             await settle(pilot)
             assert not isinstance(app.screen, ConfirmRecordAction)
-            assert "--allow-writes" in " ".join(str(n.message) for n in app._notifications)
+            response = await check_search_and_refused_forget(pilot, source, case[3])
+            assert not response.trace.fallback, "the vector lane ran on the store's vectors"
+            assert any(r.vector_score for r in response.results), "and scored a result"
+            # Native-only keys are not offered on a foreign store: 3's tab says why.
+            await pilot.press("3")
+            await settle(pilot)
+            assert "need a memtui database" in screen_text(app)
     finally:
         source.close()
 
 
-@pytest.mark.parametrize(
-    ("kind", "now", "query"),
-    [(TENANT, 50, "queue"), (LANGGRAPH, LG_NOW, "paris trip")],
-    ids=["tenant", "langgraph"],
-)
-async def test_forget_through_the_dialog_removes_the_record_and_audits(kind, now, query, tmp_path):
+async def test_forget_through_the_dialog_removes_the_record_and_audits(tmp_path):
+    """On a tenant store; the same steps on a LangGraph store, without the app, in
+    tests/app/test_app_sources_direct.py."""
+    kind, now, query = TENANT, 50, "queue"
     path = make(kind, tmp_path / "store")
     source = open_source(path, now=now, clock=fixed_clock, allow_writes=True, operator="tester")
     try:
@@ -151,11 +258,6 @@ async def test_forget_through_the_dialog_removes_the_record_and_audits(kind, now
 
 
 LETTA_PARIS = "archival:passage-00000000-0000-4000-8000-000000000002"
-
-
-async def type_text(pilot, text: str) -> None:
-    for char in text:
-        await pilot.press("space" if char == " " else char)
 
 
 def store_rows(path: Path, sql: str, params: tuple = ()) -> list[tuple]:
@@ -196,7 +298,7 @@ async def test_forget_from_the_browse_table_follows_the_stores_rule(kind, target
                 assert warning.endswith(f"without the value. Removes {1 + len(also)} records.")
             summary = dialog.query_one(".dialog-summary", Static).render()
             assert "[" not in str(summary)  # a list scope (Letta's tags) reads as text
-            await type_text(pilot, "subject asked")
+            dialog.query_one("#reason", Input).value = "subject asked"
             await pilot.click("#confirm")
             await settle(pilot)
             assert not isinstance(app.screen, ConfirmRecordAction)
@@ -254,7 +356,8 @@ async def test_the_app_says_which_work_still_quotes_a_forgotten_preference(tmp_p
             await settle(pilot)
             await pilot.press("f")
             await settle(pilot)
-            await type_text(pilot, "asked")
+            assert isinstance(app.screen, ConfirmRecordAction)
+            app.screen.query_one("#reason", Input).value = "asked"
             await pilot.click("#confirm")
             await settle(pilot)
             messages = " ".join(str(n.message) for n in app._notifications)
@@ -262,25 +365,6 @@ async def test_the_app_says_which_work_still_quotes_a_forgotten_preference(tmp_p
             assert "work:5 (session 's-beta', still eligible for future context)" in messages
             assert "the store's rule keeps work results" in messages
             assert "allergic" not in messages
-    finally:
-        source.close()
-
-
-async def test_native_only_keys_are_not_offered_on_a_foreign_store(tmp_path):
-    source = open_source(copy_fixture(TENANT, tmp_path), now=50)
-    try:
-        app = make_app(source, poll_interval=None, check_on_start=False)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await settle(pilot)
-            footer = screen_text(app).splitlines()[-1]
-            assert "f Forget" in footer  # forget exists (read-only says why)
-            assert "r Refute" not in footer  # a tenant evidence store has no refute
-            await pilot.press("r")
-            await settle(pilot)
-            assert not isinstance(app.screen, ConfirmRecordAction)
-            await pilot.press("3")
-            await settle(pilot)
-            assert "need a memtui database" in screen_text(app)
     finally:
         source.close()
 
@@ -372,60 +456,6 @@ def test_run_app_asks_which_collection_then_opens_it(tmp_path, monkeypatch):
     assert seen == {}
 
 
-async def test_live_change_refreshes_counts_and_keeps_the_highlighted_record(tmp_path):
-    path = copy_fixture(LANGGRAPH, tmp_path)
-    source = open_source(path, now=LG_NOW)
-    try:
-        app = make_app(source, poll_interval=None, check_on_start=False)
-        async with app.run_test(size=(140, 50)) as pilot:
-            await settle(pilot)
-            table = app.query_one(RecordTable)
-            tier = table.scope.tier if table.scope else None
-            before = len(table.records)
-            table.move_cursor(row=1)
-            await settle(pilot)
-            kept = app.current_record_id()
-            assert kept is not None
-            app._poll()
-            await settle(pilot)
-            assert app.external_changes == 0
-            with sqlite3.connect(path) as db:
-                cursor = db.execute("SELECT * FROM store LIMIT 1")
-                cols = [d[0] for d in cursor.description]
-                values = dict(zip(cols, cursor.fetchone(), strict=True))
-                values.update(
-                    prefix="memories.aaa-new", key="fresh", expires_at=None, ttl_minutes=None
-                )
-                marks = ",".join("?" for _ in cols)
-                db.execute(
-                    f"INSERT INTO store ({','.join(cols)}) VALUES ({marks})", list(values.values())
-                )
-            app._poll()
-            await settle(pilot)
-            assert app.external_changes == 1
-            assert "new since open" in screen_text(app)
-            assert len(table.records) == before + 1
-            assert table.scope is not None and table.scope.tier == tier
-            assert app.current_record_id() == kept
-    finally:
-        source.close()
-
-
-async def test_embedder_runs_the_vector_lane_on_foreign_vectors(tmp_path):
-    source = open_source(copy_fixture(LANGGRAPH_VECTORS, tmp_path), now=LG_NOW)
-    try:
-        app = make_app(source, embedder=HashEmbedder(8), poll_interval=None, check_on_start=False)
-        async with app.run_test(size=(140, 50)) as pilot:
-            await settle(pilot)
-            pane = await run_query(pilot, "paris trip")
-            response = pane.response
-            assert response is not None and response.results
-            assert not response.trace.fallback
-            assert any(r.vector_score for r in response.results)
-    finally:
-        source.close()
-
-
 def test_cli_open_passes_the_embedder_to_the_app(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
@@ -459,52 +489,19 @@ async def test_scope_values_with_their_key_are_read_whole_at_100_columns(tmp_pat
         source.close()
 
 
-async def test_langgraph_namespaces_nest_in_the_scope_tree(tmp_path):
-    """memories.user-2.notes hangs under memories.user-2, shown by the rest of its name;
-    selecting it lists its records, and a refresh keeps the nesting."""
-    source = open_source(copy_fixture(LANGGRAPH, tmp_path), now=LG_NOW)
-    try:
-        app = make_app(source, poll_interval=None, check_on_start=False)
-        async with app.run_test(size=(140, 50)) as pilot:
-            await settle(pilot)
-            tree = app.query_one(ScopeTree)
-            notes = tree.find("namespace", "memories", "memories.user-2.notes")
-            assert notes is not None and notes.data is not None
-            assert notes.data.kind == "namespace"
-            assert notes.parent is not None and notes.parent.data is not None
-            assert notes.parent.data.value == "memories.user-2"
-            assert notes.parent.parent is not None and notes.parent.parent.data is not None
-            assert notes.parent.parent.data.kind == "tier"
-            assert "….notes" in notes.label.plain
-            assert tree.find("namespace", "memories", "memories.user-1").parent.data.kind == "tier"
-            tree.focus()
-            tree.move_cursor(notes)
-            await settle(pilot)
-            table = app.query_one(RecordTable)
-            assert table.records and all(
-                r.scope["namespace"] == "memories.user-2.notes" for r in table.records
-            )
-            app._poll()  # a refresh with the same shape keeps the nested nodes
-            await settle(pilot)
-            again = tree.find("namespace", "memories", "memories.user-2.notes")
-            assert again is not None and again.parent.data.value == "memories.user-2"
-    finally:
-        source.close()
-
-
 @pytest.mark.parametrize(
     ("kind", "now", "key", "tier", "value"),
     [
         (LANGGRAPH, LG_NOW, "namespace", "memories", "memories.user-2"),
-        ("mem0", None, "user_id", "memory", "alice"),
         (LETTA, None, "archive", "archival", "ops-runbooks"),
     ],
-    ids=["langgraph", "mem0", "letta"],
+    ids=["langgraph", "letta"],
 )
 async def test_F_forgets_a_foreign_scope_from_the_tree(kind, now, key, tier, value, tmp_path):
-    """F on a namespace, a mem0 user or a Letta archive: the blast radius and the store's
-    rule, the typed name, then every record of it gone, the tree recounted, one intent and
-    one outcome event named in the notice."""
+    """F on a namespace or a Letta archive: the blast radius and the store's rule, the
+    typed name, then every record of it gone, the tree recounted, one intent and one
+    outcome event named in the notice. (A mem0 user, the same steps without the app:
+    tests/app/test_app_sources_direct.py.)"""
     from memtui.tui.dialogs import ForgetEngagementDialog
 
     path = make(kind, tmp_path / "store")
