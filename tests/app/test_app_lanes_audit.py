@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -30,9 +31,15 @@ CANARY_ID = "lg:memories.user-1/canary"
 COLOR_ID = "lg:memories.user-1/pref-color"
 
 
+@pytest.fixture(scope="module")
+def built_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_sample_db(tmp_path_factory.mktemp("lanes") / "sample.db")
+
+
 @pytest.fixture
-def sample_path(tmp_path: Path) -> Path:
-    return build_sample_db(tmp_path / "sample.db")
+def sample_path(built_sample: Path, tmp_path: Path) -> Path:
+    """The sample database, built once for the module, copied for each test."""
+    return Path(shutil.copy(built_sample, tmp_path / "sample.db"))
 
 
 @pytest.fixture
@@ -41,19 +48,33 @@ def store(sample_path: Path):
         yield opened
 
 
-async def test_lanes_show_priors_tactics_negative_evidence_and_history(store: MemoryStore):
+async def test_lanes_keyboard_priors_tactics_evidence_and_the_engagement_choice(
+    store: MemoryStore, monkeypatch
+):
+    """The Lanes tab in one app run, each check on its own: the profile Select from the
+    keyboard, the four lanes of the flask profile, the lanes following the engagement
+    choice, then a long host history (fewer rows allowed from there on)."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("3")
         await settle(pilot)
         pane = app.query_one(LanesPane)
+        # -- the profile Select works from the keyboard (it has focus on the tab).
+        first = pane.profile
+        await pilot.press("enter")  # open the Select
+        await pilot.pause()
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert pane.profile != first, "keyboard: down and enter pick another profile"
+
+        # -- priors, tactics, negative evidence and history for the flask profile.
         app.query_one("#lanes-profile", Select).value = FLASK
         await settle(pilot)
         assert pane.profile == FLASK
         text = screen_text(app)
         # The sqlmap tactic: 12 hits of 23, Wilson lower bound 0.3296.
-        assert "0.3296" in text and "12/23" in text
+        assert "0.3296" in text and "12/23" in text, "priors: sqlmap's bound"
         priors = profile_priors(store, FLASK)
         assert pane.data["priors"] == priors
         assert pane.data == app.source.lanes(
@@ -62,77 +83,52 @@ async def test_lanes_show_priors_tactics_negative_evidence_and_history(store: Me
         # Priors are sorted by the bound and show hits/n, raw rate and bound.
         tools = [row["tool"] for row in priors]
         positions = [text.index(f"{tool} ") for tool in tools]
-        assert positions == sorted(positions)
+        assert positions == sorted(positions), "priors: sorted by the bound"
         for row in priors:
             assert f"{row['hits']}/{row['n']}" in text
             assert f"{row['wilson']:.4f}" in text
         assert "┃" in text and "━" in text  # the interval bars
         # Learned tactics with proven / hypothesis marks.
         tactics = learned_tactics(store, FLASK)
-        assert "✓ proven" in text
+        assert "✓ proven" in text, "tactics: proven"
         if any(t["hypothesis"] for t in tactics):
             assert "? HYPOTHESIS" in text
         # Negative evidence: commix, 0 of 8, deprioritize (never "skip").
-        assert "0/8" in text and "deprioritize" in text
+        assert "0/8" in text and "deprioritize" in text, "negative evidence"
         # Host history for the first engagement.
         engagement = store.engagements()[0]
-        assert pane.engagement == engagement
+        assert pane.engagement == engagement, "history: the first engagement"
         for row in host_history(store, engagement)[:3]:
             assert row["finding_id"] in text
 
+        # -- the lanes follow the engagement choice.
+        pane = await choose_engagement(app, pilot, "globex-retest")
+        assert pane.data["history"] == host_history(store, "globex-retest"), "engagement"
+        assert "host history: globex-retest" in screen_text(app)
 
-async def lanes_of_engagement(app, pilot, engagement: str) -> LanesPane:
-    """Open the Lanes tab and choose ``engagement``; the pane once its lanes are read."""
-    await settle(pilot)
-    await pilot.press("3")
-    await settle(pilot)
+        # -- an engagement can hold tens of thousands of findings: the tab shows the first.
+        monkeypatch.setattr(LanesPane, "HISTORY_ROWS", 2)
+        every = host_history(store, "acme-2026-q4")
+        assert len(every) > 2
+        pane = await choose_engagement(app, pilot, "acme-2026-q4")
+        assert pane.data["history"] == every[:2], "long history: the first 2"
+        assert pane.data["history_total"] == len(every)
+        text = screen_text(app)
+        assert f"{len(every)} findings, the first 2 shown" in text, "long history: counted"
+        assert f"… and {len(every) - 2} more, less severe or later" in text
+        assert every[0]["finding_id"] in text and every[2]["finding_id"] not in text
+
+
+async def choose_engagement(app, pilot, engagement: str) -> LanesPane:
+    """Choose ``engagement`` on the Lanes tab; the pane once its lanes are read."""
     app.query_one("#lanes-engagement", Select).value = engagement
     await settle(pilot)
     return app.query_one(LanesPane)
 
 
-async def test_lanes_follow_the_engagement_choice(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        pane = await lanes_of_engagement(app, pilot, "globex-retest")
-        assert pane.data["history"] == host_history(store, "globex-retest")
-        assert "host history: globex-retest" in screen_text(app)
-
-
-async def test_a_long_host_history_shows_its_first_findings_and_counts_the_rest(
-    store: MemoryStore, monkeypatch
+async def test_audit_shows_the_log_newest_first_the_chain_state_and_its_columns(
+    store: MemoryStore,
 ):
-    """An engagement can hold tens of thousands of findings: the tab shows the first."""
-    monkeypatch.setattr(LanesPane, "HISTORY_ROWS", 2)
-    every = host_history(store, "acme-2026-q4")
-    assert len(every) > 2
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        pane = await lanes_of_engagement(app, pilot, "acme-2026-q4")
-        assert pane.data["history"] == every[:2]
-        assert pane.data["history_total"] == len(every)
-        text = screen_text(app)
-        assert f"{len(every)} findings, the first 2 shown" in text
-        assert f"… and {len(every) - 2} more, less severe or later" in text
-        assert every[0]["finding_id"] in text and every[2]["finding_id"] not in text
-
-
-async def test_lanes_profile_select_works_from_the_keyboard(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
-        pane = app.query_one(LanesPane)
-        first = pane.profile
-        await pilot.press("enter")  # open the Select
-        await pilot.pause()
-        await pilot.press("down", "enter")
-        await settle(pilot)
-        assert pane.profile != first
-
-
-async def test_audit_shows_the_log_newest_first_and_the_chain_state(store: MemoryStore):
     store.refute(1, reason="payload patched")
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -141,14 +137,19 @@ async def test_audit_shows_the_log_newest_first_and_the_chain_state(store: Memor
         await settle(pilot)
         pane = app.query_one(AuditPane)
         assert [e["id"] for e in pane.events] == [e["id"] for e in store.audit_events()]
-        assert pane.events[0]["action"] == "refute"
+        assert pane.events[0]["action"] == "refute", "newest first"
         text = screen_text(app)
         assert "✓ chain verified" in text
         assert "payload patched" in text
         assert app.focused is app.query_one(AuditTable)
+        # A memtui database keeps its audit columns: no status column, reason last.
+        table = app.query_one(AuditTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        assert "status" not in labels and labels[-1] == "reason", "columns"
+        assert not app.query_one("#audit-interrupted", Static).display, "no interrupted line"
         await pilot.press("v")
         await settle(pilot)
-        assert any("audit chain verified" in n.message for n in app._notifications)
+        assert any("audit chain verified" in n.message for n in app._notifications), "v"
 
 
 async def test_audit_shows_the_first_broken_link(sample_path: Path):
@@ -319,19 +320,6 @@ async def test_audit_on_a_foreign_store_without_interrupted_forgets_has_no_such_
             assert not app.query_one("#audit-interrupted", Static).display
             assert "interrupted" not in screen_text(app)
             assert "completed" in screen_text(app)
-
-
-async def test_a_memtui_database_keeps_its_audit_columns(store: MemoryStore):
-    store.refute(1, reason="payload patched")
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
-        table = app.query_one(AuditTable)
-        labels = [str(c.label) for c in table.columns.values()]
-        assert "status" not in labels and labels[-1] == "reason"
-        assert not app.query_one("#audit-interrupted", Static).display
 
 
 class NoAuditSource(NativeSource):
