@@ -335,6 +335,9 @@ async def test_lanes_and_audit_are_inert(store: MemoryStore):
         assert "burp\\x1b]52;c;SGVsbG8=\\x07" in text
         assert "hostile finding hostile [bold red" in text
         assert "F-high\\x1b[31m" in text
+        # The engagement's name, in its Select (cut to fit) and the history's title.
+        assert "eng[bold red…]0;pwned\\x07 ▼" in text
+        assert f"host history: eng{MARKUP}\\x1b]0;pwned\\x07" in text
         await pilot.press("4")
         await settle(pilot)
         text = inert(app, "audit")
