@@ -6,16 +6,19 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Input, Select, TabbedContent
 
 from memtui.core.store import MemoryStore
+from memtui.sources.capabilities import with_article
 from memtui.tui import record_table, scope_tree
 from memtui.tui.app import make_app
 from memtui.tui.audit_view import AuditTable
 from memtui.tui.browse import RecordDetail, RecordTable, ScopeTree
 from memtui.tui.format import fit
+from memtui.tui.lanes_view import LanesPane
 from memtui.tui.search_view import ResultList
 from memtui.tui.testing import build_sample_db, fixed_clock, screen_text, settle
 
@@ -261,9 +264,14 @@ async def test_empty_database_opens(tmp_path: Path):
             assert "0 live records" in screen_text(app)
 
 
-async def test_table_pages_from_the_source(store: MemoryStore, monkeypatch):
+async def test_the_table_pages_from_the_source_and_the_tree_lists_the_largest_values(
+    store: MemoryStore, monkeypatch
+):
+    """Small pages and two values a scope, in one app run: the table reads page by page
+    as the cursor nears the end; the tree lists the largest values, then a more leaf."""
     monkeypatch.setattr(record_table, "PAGE_SIZE", 5)
     monkeypatch.setattr(record_table, "PAGE_MARGIN", 2)
+    monkeypatch.setattr(scope_tree, "TREE_VALUES", 2)
     app = make_app(store, check_on_start=False)
     calls: list[dict] = []
     original = app.source.page
@@ -275,21 +283,42 @@ async def test_table_pages_from_the_source(store: MemoryStore, monkeypatch):
     monkeypatch.setattr(app.source, "page", spy)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        # -- the table pages from the source.
         table = app.query_one(RecordTable)
-        assert len(table.records) == 5
+        assert len(table.records) == 5, "pages: the first page"
         assert calls[-1]["limit"] == 5 and calls[-1]["after"] is None
         assert calls[-1]["filters"] == {"tier": "working"}
         await pilot.press("down", "down", "down")
         await settle(pilot)
-        assert len(table.records) == 10
+        assert len(table.records) == 10, "pages: the next page near the end"
         assert calls[-1]["after"] == table.records[4].id
         await pilot.press("end")
         await settle(pilot)
         await pilot.press("end")
         await settle(pilot)
-        assert [r.id for r in table.records] == [str(r.id) for r in store.fetch(tier="working")]
+        expected = [str(r.id) for r in store.fetch(tier="working")]
+        assert [r.id for r in table.records] == expected, "pages: every record at the end"
         assert all(call["limit"] <= 5 for call in calls)
         assert table.exhausted
+
+        # -- the tree lists the largest values, then a more leaf.
+        tree = app.query_one(ScopeTree)
+        episodic = tree.find("tier", "episodic", "episodic")
+        assert episodic is not None
+        counts = store.scope_counts("episodic")["engagement"]
+        largest = sorted(counts, key=lambda v: -counts[v])[:2]
+        listed = [c.data for c in episodic.children]
+        assert [d.value for d in listed[:-1]] == [v for v in counts if v in largest], "tree"
+        more = episodic.children[-1]
+        assert more.data.kind == scope_tree.MORE and more.data.live == len(counts) - 2
+        assert str(more.label) == f"… {len(counts) - 2} more engagement (search to filter)"
+        # The leaf is not a scope: highlighting it leaves the table as it is.
+        tree.move_cursor(episodic)
+        await settle(pilot)
+        before = (table.scope, [r.id for r in table.records])
+        tree.move_cursor(more)
+        await settle(pilot)
+        assert (table.scope, [r.id for r in table.records]) == before, "tree: the more leaf"
 
 
 # ---------------------------------------------------------------- the source contract
@@ -395,31 +424,6 @@ async def test_a_late_detail_for_another_record_is_dropped(sample_path: Path):
             assert "FRESH" in detail.text() and "late note" in detail.text()
 
 
-async def test_the_tree_lists_the_largest_values_then_a_more_leaf(store: MemoryStore, monkeypatch):
-    monkeypatch.setattr(scope_tree, "TREE_VALUES", 2)
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        tree = app.query_one(ScopeTree)
-        episodic = tree.find("tier", "episodic", "episodic")
-        assert episodic is not None
-        counts = store.scope_counts("episodic")["engagement"]
-        largest = sorted(counts, key=lambda v: -counts[v])[:2]
-        listed = [c.data for c in episodic.children]
-        assert [d.value for d in listed[:-1]] == [v for v in counts if v in largest]
-        more = episodic.children[-1]
-        assert more.data.kind == scope_tree.MORE and more.data.live == len(counts) - 2
-        assert str(more.label) == f"… {len(counts) - 2} more engagement (search to filter)"
-        # The leaf is not a scope: highlighting it leaves the table as it is.
-        table = app.query_one(RecordTable)
-        tree.move_cursor(episodic)
-        await settle(pilot)
-        before = (table.scope, [r.id for r in table.records])
-        tree.move_cursor(more)
-        await settle(pilot)
-        assert (table.scope, [r.id for r in table.records]) == before
-
-
 # ---------------------------------------------------------------- foreign sources
 
 
@@ -433,9 +437,23 @@ def open_fixture(name: str, folder: Path, now=None):
     return open_source(copy_fixture(fixture, folder), now=now, clock=clock)
 
 
-async def test_a_langgraph_store_browses_by_namespace(tmp_path: Path):
+def refusing(name: str):
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"{name} was called")
+
+    return refuse
+
+
+async def test_a_langgraph_store_browses_by_namespace_and_its_lanes_say_why_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Browse by namespace; then the Lanes tab says in one line why it has nothing, and
+    lanes are never even asked for (any call, from the start of the app, fails)."""
     source = open_fixture("langgraph", tmp_path / "store", now="2026-11-30T12:00:30Z")
     try:
+        assert not source.can("lanes")
+        monkeypatch.setattr(source, "lane_choices", refusing("lane_choices"), raising=False)
+        monkeypatch.setattr(source, "lanes", refusing("lanes"), raising=False)
         app = make_app(source, check_on_start=False)
         async with app.run_test(size=SIZE) as pilot:
             await settle(pilot)
@@ -480,6 +498,30 @@ async def test_a_langgraph_store_browses_by_namespace(tmp_path: Path):
             cells = table.get_row_at(expired[0])
             assert state_word(table, expired[0]) == "expired"
             assert any("dim" in str(span.style) for span in cells[0].spans)
+
+            # -- Lanes on a foreign store: why, in one line, and no work started.
+            await pilot.press("3")
+            await settle(pilot)
+            pane = app.query_one(LanesPane)
+            text = screen_text(app)
+            expected = (
+                "Lanes (priors, tactics, host history) need a memtui database: "
+                f"this is {with_article(source.kind_label)}."
+            )
+            assert expected in text, "lanes: why not"
+            assert text.count("need a memtui database") == 1, "lanes: one line"
+            # No profile or engagement to choose, no lane boxes waiting for data.
+            assert not pane.query(Select)
+            assert not pane.query(".lane")
+            assert "choose a profile" not in text
+            assert pane.data == {}
+            assert not [w for w in app.workers if w.node is pane], "lanes: no worker"
+            # A refresh (F5 or a change in the store) still starts nothing.
+            pane.reload()
+            pane.database_changed(shown=True)
+            await settle(pilot)
+            assert pane.data == {}, "lanes: a refresh reads nothing"
+            assert not any(n.severity == "error" for n in app._notifications)
     finally:
         source.close()
 

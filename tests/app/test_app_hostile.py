@@ -278,10 +278,20 @@ async def test_search_results_and_breakdown_are_inert(store: MemoryStore):
         assert "note\\x1b[31m" in text and "\\u202eright-to-left" in text
 
 
-async def test_dialogs_are_inert(store: MemoryStore):
+async def test_the_header_dialogs_and_notifications_are_inert(built_hostile: Path, tmp_path: Path):
+    """One app run on the hostile database under a hostile file name: the header, the
+    forget, reveal and forget-engagement dialogs, then a forget and its notification."""
+    path = shutil.copy(built_hostile, tmp_path / "evil\x1b]0;pwned\x07[b]x.db")
+    with MemoryStore(path, clock=fixed_clock, operator="tester") as store:
+        await header_dialogs_and_notifications(store)
+
+
+async def header_dialogs_and_notifications(store: MemoryStore) -> None:
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
+        header = inert(app, "header").splitlines()[0]
+        assert "evil\\x1b]0;pwned\\x07[b]x.db" in header, "the header"
         await pilot.press("f")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmRecordAction)
@@ -324,6 +334,25 @@ async def test_dialogs_are_inert(store: MemoryStore):
         await pilot.press("escape")
         await settle(pilot)
 
+        # -- forget the hostile record: the notification names its type, escaped.
+        tree.move_cursor(tree.find("tier", "working", "working"))
+        await settle(pilot)
+        table = app.query_one(RecordTable)
+        table.focus()
+        assert table.current is not None and table.current.id == "1"
+        await pilot.press("f")
+        await settle(pilot)
+        reason = app.screen.query_one("#reason", Input)
+        reason.value = "hostile test"
+        reason.focus()
+        await pilot.press("tab", "tab", "enter")
+        await settle(pilot)
+        assert store.get(1) is None, "forgotten"
+        messages = [n.message for n in app._notifications]
+        assert any("note\\x1b[31m #1" in m for m in messages), "the notification"
+        assert not any("\x1b" in m for m in messages)
+        inert(app, "after forget, with the notification on screen")
+
 
 async def test_lanes_and_audit_are_inert(store: MemoryStore):
     app = make_app(store, check_on_start=False)
@@ -344,28 +373,6 @@ async def test_lanes_and_audit_are_inert(store: MemoryStore):
         assert f"mallory{MARKUP}\\x1b]0;pwned\\x07" in text
         assert "refuted hostile [bold red]boom[/]" in text
         assert "\\x1b[10;10H" in text
-
-
-async def test_notifications_and_the_header_are_inert(built_hostile: Path, tmp_path: Path):
-    path = shutil.copy(built_hostile, tmp_path / "evil\x1b]0;pwned\x07[b]x.db")
-    with MemoryStore(path, clock=fixed_clock, operator="tester") as store:
-        app = make_app(store, check_on_start=False)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            header = inert(app, "header").splitlines()[0]
-            assert "evil\\x1b]0;pwned\\x07[b]x.db" in header
-            # Forget the hostile record: the notification names its type, escaped.
-            await pilot.press("f")
-            await settle(pilot)
-            app.screen.query_one("#reason", Input).value = "hostile test"
-            app.screen.query_one("#reason", Input).focus()
-            await pilot.press("tab", "tab", "enter")
-            await settle(pilot)
-            assert store.get(1) is None
-            messages = [n.message for n in app._notifications]
-            assert any("note\\x1b[31m #1" in m for m in messages)
-            assert not any("\x1b" in m for m in messages)
-            inert(app, "after forget, with the notification on screen")
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.sources_support import LANGGRAPH, LANGGRAPH_VECTORS, copy_fixture
+from fixtures.sources_support import LANGGRAPH_VECTORS, copy_fixture
 from rich.console import Console
 from rich.text import Text
 from textual.geometry import Spacing
@@ -17,7 +17,6 @@ from textual.widgets import DataTable, Select, Static
 from memtui.core.lanes import host_history, learned_tactics, profile_priors
 from memtui.core.store import MemoryStore
 from memtui.sources import open_source
-from memtui.sources.capabilities import with_article
 from memtui.sources.native import NativeSource
 from memtui.tui.app import make_app
 from memtui.tui.audit_view import AuditPane, AuditTable
@@ -179,44 +178,6 @@ def refusing(name: str):
         raise AssertionError(f"{name} was called")
 
     return refuse
-
-
-async def test_lanes_on_a_foreign_store_say_why_in_one_line_and_start_no_work(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    source = open_source(copy_fixture(LANGGRAPH, tmp_path / "store"), now=LG_NOW)
-    try:
-        assert not source.can("lanes")
-        # Lanes must not even be asked for: any call fails the test.
-        monkeypatch.setattr(source, "lane_choices", refusing("lane_choices"), raising=False)
-        monkeypatch.setattr(source, "lanes", refusing("lanes"), raising=False)
-        app = make_app(source, check_on_start=False)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            await pilot.press("3")
-            await settle(pilot)
-            pane = app.query_one(LanesPane)
-            text = screen_text(app)
-            expected = (
-                "Lanes (priors, tactics, host history) need a memtui database: "
-                f"this is {with_article(source.kind_label)}."
-            )
-            assert expected in text
-            assert text.count("need a memtui database") == 1
-            # No profile or engagement to choose, no lane boxes waiting for data.
-            assert not pane.query(Select)
-            assert not pane.query(".lane")
-            assert "choose a profile" not in text
-            assert pane.data == {}
-            assert not [w for w in app.workers if w.node is pane]
-            # A refresh (F5 or a change in the store) still starts nothing.
-            pane.reload()
-            pane.database_changed(shown=True)
-            await settle(pilot)
-            assert pane.data == {}
-            assert not any(n.severity == "error" for n in app._notifications)
-    finally:
-        source.close()
 
 
 def interrupted_forget(source: Any, record_id: str, reason: str) -> None:
