@@ -47,13 +47,33 @@ def store(sample_path: Path):
         yield opened
 
 
+class NoAuditSource(NativeSource):
+    """A source that keeps no audit log."""
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return super().capabilities - {"audit"}
+
+
+def refusing(name: str):
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"{name} was called")
+
+    return refuse
+
+
 async def test_lanes_keyboard_priors_tactics_evidence_and_the_engagement_choice(
     store: MemoryStore, monkeypatch
 ):
     """The Lanes tab in one app run, each check on its own: the profile Select from the
     keyboard, the four lanes of the flask profile, the lanes following the engagement
-    choice, then a long host history (fewer rows allowed from there on)."""
-    app = make_app(store, check_on_start=False)
+    choice, then a long host history (fewer rows allowed from there on). The source
+    keeps no audit log (lanes need none): last, the Audit tab says so, having read
+    nothing of an audit log (any call, from the start of the app, fails)."""
+    source = NoAuditSource(store)
+    for name in ("audit_events", "verify_audit", "audit_head", "interrupted_forgets"):
+        monkeypatch.setattr(source, name, refusing(name))
+    app = make_app(source, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("3")
@@ -117,6 +137,17 @@ async def test_lanes_keyboard_priors_tactics_evidence_and_the_engagement_choice(
         assert f"… and {len(every) - 2} more, less severe or later" in text
         assert every[0]["finding_id"] in text and every[2]["finding_id"] not in text
 
+        # -- a source without an audit log: the Audit tab says so and reads nothing.
+        await pilot.press("4")
+        await settle(pilot)
+        audit = app.query_one(AuditPane)
+        assert "no audit log for this source" in screen_text(app), "no audit log"
+        assert not audit.query(DataTable)
+        audit.reload()
+        await settle(pilot)
+        assert audit.events == [] and not audit.verified, "no audit log: nothing read"
+        assert not any(n.severity == "error" for n in app._notifications)
+
 
 async def choose_engagement(app, pilot, engagement: str) -> LanesPane:
     """Choose ``engagement`` on the Lanes tab; the pane once its lanes are read."""
@@ -171,13 +202,6 @@ async def test_audit_shows_the_first_broken_link(sample_path: Path):
             text = screen_text(app)
             assert "✗ chain BROKEN" in text
             assert "event #2" in text
-
-
-def refusing(name: str):
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError(f"{name} was called")
-
-    return refuse
 
 
 def interrupted_forget(source: Any, record_id: str, reason: str) -> None:
@@ -281,34 +305,6 @@ async def test_audit_on_a_foreign_store_without_interrupted_forgets_has_no_such_
             assert not app.query_one("#audit-interrupted", Static).display
             assert "interrupted" not in screen_text(app)
             assert "completed" in screen_text(app)
-
-
-class NoAuditSource(NativeSource):
-    """A source that keeps no audit log."""
-
-    @property
-    def capabilities(self) -> frozenset[str]:
-        return super().capabilities - {"audit"}
-
-
-async def test_a_source_without_an_audit_log_says_so_and_reads_nothing(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
-):
-    source = NoAuditSource(store)
-    for name in ("audit_events", "verify_audit", "audit_head", "interrupted_forgets"):
-        monkeypatch.setattr(source, name, refusing(name))
-    app = make_app(source, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
-        pane = app.query_one(AuditPane)
-        assert "no audit log for this source" in screen_text(app)
-        assert not pane.query(DataTable)
-        pane.reload()
-        await settle(pilot)
-        assert pane.events == [] and not pane.verified
-        assert not any(n.severity == "error" for n in app._notifications)
 
 
 def test_widget_code_sets_no_inline_style():
