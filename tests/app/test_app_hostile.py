@@ -85,7 +85,9 @@ def detail_text(app) -> str:
     return app.query_one("#detail-body").render().plain  # type: ignore[attr-defined]
 
 
-async def test_browse_table_detail_tree_and_full_text_are_inert(store: MemoryStore):
+async def test_browse_full_text_search_lanes_and_audit_are_inert(store: MemoryStore):
+    """Every tab in one app run, each view checked on its own: the browse table, detail
+    and tree, the full-text screen, search results and a breakdown, Lanes and Audit."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -136,6 +138,41 @@ async def test_browse_table_detail_tree_and_full_text_are_inert(store: MemorySto
         text = inert(app, "browse, international row")
         assert "漢字ツー" in text and "\\u202eright-to-left" in text
         assert "مرحبا بالعالم" in detail_text(app)
+
+        # -- search: the results and a breakdown.
+        await pilot.press("slash")
+        query = app.query_one("#query", Input)
+        query.value = "hostile tactic"  # typing is not what is tested here
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("enter")  # expand the first result's breakdown
+        await settle(pilot)
+        text = inert(app, "search")
+        assert "#6 tactic  hostile tactic hostile [bold red]boom[/] [link=" in text
+        assert "adds up" in text
+        await pilot.press("slash")
+        query.value = "hostile"
+        await pilot.press("enter")
+        await settle(pilot)
+        text = inert(app, "search, every hostile record")
+        assert "note\\x1b[31m" in text and "\\u202eright-to-left" in text
+
+        # -- the Lanes and Audit tabs.
+        await pilot.press("3")
+        await settle(pilot)
+        text = inert(app, "lanes")
+        assert "burp\\x1b]52;c;SGVsbG8=\\x07" in text
+        assert "hostile finding hostile [bold red" in text
+        assert "F-high\\x1b[31m" in text
+        # The engagement's name, in its Select (cut to fit) and the history's title.
+        assert "eng[bold red…]0;pwned\\x07 ▼" in text
+        assert f"host history: eng{MARKUP}\\x1b]0;pwned\\x07" in text
+        await pilot.press("4")
+        await settle(pilot)
+        text = inert(app, "audit")
+        assert f"mallory{MARKUP}\\x1b]0;pwned\\x07" in text
+        assert "refuted hostile [bold red]boom[/]" in text
+        assert "\\x1b[10;10H" in text
 
 
 async def test_a_megabyte_record_is_capped_in_the_detail_and_m_shows_all_of_it(
@@ -256,28 +293,6 @@ async def test_the_source_notes_and_detail_sections_are_inert(store: MemoryStore
         assert "section note hostile" in inert(app, "detail sections")
 
 
-async def test_search_results_and_breakdown_are_inert(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("slash")
-        query = app.query_one("#query", Input)
-        query.value = "hostile tactic"  # typing is not what is tested here
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("enter")  # expand the first result's breakdown
-        await settle(pilot)
-        text = inert(app, "search")
-        assert "#6 tactic  hostile tactic hostile [bold red]boom[/] [link=" in text
-        assert "adds up" in text
-        await pilot.press("slash")
-        query.value = "hostile"
-        await pilot.press("enter")
-        await settle(pilot)
-        text = inert(app, "search, every hostile record")
-        assert "note\\x1b[31m" in text and "\\u202eright-to-left" in text
-
-
 async def test_the_header_dialogs_and_notifications_are_inert(built_hostile: Path, tmp_path: Path):
     """One app run on the hostile database under a hostile file name: the header, the
     forget, reveal and forget-engagement dialogs, then a forget and its notification."""
@@ -352,27 +367,6 @@ async def header_dialogs_and_notifications(store: MemoryStore) -> None:
         assert any("note\\x1b[31m #1" in m for m in messages), "the notification"
         assert not any("\x1b" in m for m in messages)
         inert(app, "after forget, with the notification on screen")
-
-
-async def test_lanes_and_audit_are_inert(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
-        text = inert(app, "lanes")
-        assert "burp\\x1b]52;c;SGVsbG8=\\x07" in text
-        assert "hostile finding hostile [bold red" in text
-        assert "F-high\\x1b[31m" in text
-        # The engagement's name, in its Select (cut to fit) and the history's title.
-        assert "eng[bold red…]0;pwned\\x07 ▼" in text
-        assert f"host history: eng{MARKUP}\\x1b]0;pwned\\x07" in text
-        await pilot.press("4")
-        await settle(pilot)
-        text = inert(app, "audit")
-        assert f"mallory{MARKUP}\\x1b]0;pwned\\x07" in text
-        assert "refuted hostile [bold red]boom[/]" in text
-        assert "\\x1b[10;10H" in text
 
 
 @pytest.mark.parametrize(
