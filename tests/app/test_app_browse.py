@@ -42,12 +42,20 @@ def store(sample_path: Path):
         yield opened
 
 
-async def test_startup_then_the_tree_drives_the_table_and_the_source_its_actions(
+async def test_startup_the_tree_the_tactics_tier_and_the_actions_offered(
     store: MemoryStore, monkeypatch
 ):
-    """One app run, three checks in turn: the first screen (fresh), the tree driving the
-    table, then the keys offered only where the source offers them (which patches the
-    source's capabilities, so it comes last)."""
+    """One app run, four checks in turn: the first screen (fresh), the tree driving the
+    table, the tactics tier (the detail's source notes and sections, a tool name cut to
+    its column, every field of a hypothesis tactic, t showing and hiding the refuted and
+    expired records while keeping the highlighted one), then the keys offered only where
+    the source offers them (which patches the source's capabilities, so it comes last)."""
+    hidden = [
+        str(r.id)
+        for r in store.fetch(include_refuted=True, include_expired=True, tier="longterm")
+        if r.refuted or r.is_expired(fixed_clock())
+    ]
+    assert hidden, "the sample corpus has a refuted or expired tactic"
     app = make_app(store, db_label="sample.db", check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -89,8 +97,69 @@ async def test_startup_then_the_tree_drives_the_table_and_the_source_its_actions
         shown = {c.data.value: c.data.live for c in longterm.children}
         assert shown == profiles, "tree: counts"
 
+        # -- the tactics tier: detail, columns and t.
+        table = await show_tier(pilot, "longterm")
+        # -- the detail appends the source's notes and sections.
+        detail = app.query_one(RecordDetail)
+        record = table.current
+        assert record is not None
+        assert detail.sections is not None, "notes: sections"
+        assert [s.title for s in detail.sections] == [s.title for s in app.source.detail(record.id)]
+        text = detail.text()
+        assert "vector" in text and "hash-256" in text, "notes: vector section"
+        assert "history (audit events naming this record)" in text
+        assert "no audited action has touched this record" in text
+        notes = app.source.notes(record)
+        assert notes and detail.notes == notes, "notes: the source's notes"
+        assert f"notes\n  {notes}" in text
+
+        # -- xxeinjector in an 8-cell column: cut with an ellipsis, never silently.
+        assert not set(hidden) & {r.id for r in table.records}, "t: hidden at first"
+        row = next(i for i, r in enumerate(table.records) if r.scope["tool_name"] == "xxeinjector")
+        cell = table.get_row_at(row)[column_labels(table).index("tool")].plain
+        assert "…" in cell and cell.startswith("xxe") and cell.endswith("or"), "tool cut"
+        assert len(cell) <= 8
+
+        # -- the detail shows every field and state of a hypothesis tactic.
+        tactic = next(r for r in table.records if r.metadata.get("evidence_grade") == "hypothesis")
+        table.move_cursor(row=table.records.index(tactic))
+        await settle(pilot)
+        text = app.query_one("#detail-body").render().plain  # type: ignore[attr-defined]
+        assert f"#{tactic.id}" in text, "fields: the id"
+        assert "HYPOTHESIS" in text
+        for label in ("profile", "engagement", "run", "tool", "signature", "created", "metadata"):
+            assert label in text, f"fields: {label}"
+        assert tactic.metadata["signature"] in text
+        # The scope names the native keys as before; the signature shows with them.
+        scope = text.split("\nscope\n", 1)[1].split("\n\n", 1)[0]
+        assert "tool " in scope and "signature " in scope, "fields: the scope's keys"
+        assert tactic.scope["profile_hash"] in scope
+
+        # -- t shows the refuted and expired records (dimmed) and hides them again,
+        # keeping the highlighted record both times.
+        await pilot.press("end")
+        await settle(pilot)
+        last = app.current_record_id()
+        assert last is not None and last != table.records[0].id
+        await pilot.press("t")
+        await settle(pilot)
+        assert set(hidden) <= {r.id for r in table.records}, "t: shown"
+        assert "showing refuted and expired records (dimmed)" in notifications(app)
+        assert app.current_record_id() == last, "t: keeps the highlighted record (shown)"
+        # The hidden rows are dimmed, their state word shown.
+        row = table.records.index(next(r for r in table.records if r.id == hidden[0]))
+        cells = table.get_row_at(row)
+        assert any("dim" in str(span.style) for span in cells[0].spans), "t: dimmed"
+        assert {"REFUTED", "expired"} & {cell.plain for cell in cells}
+        await pilot.press("t")
+        await settle(pilot)
+        assert not set(hidden) & {r.id for r in table.records}, "t: hidden again"
+        assert "refuted and expired records hidden" in notifications(app)
+        assert app.current_record_id() == last, "t: keeps the highlighted record (hidden)"
+
         # -- actions show only where the source offers them.
         tree.move_cursor(tree.find("tier", "longterm", "longterm"))  # tactics: r applies
+        table.move_cursor(row=0)  # its first record, as when the tier is first shown
         await settle(pilot)
         assert table.current.record_type == "tactic"
         assert table.check_action("refute", ()) is True, "actions: refute on a tactic"
@@ -169,79 +238,6 @@ async def show_tier(pilot, tier: str) -> RecordTable:
     table = pilot.app.query_one(RecordTable)
     table.focus()
     return table
-
-
-async def test_the_tactics_tier_detail_columns_and_t(store: MemoryStore):
-    """The longterm tier in one app run: the detail's source notes and sections (first
-    row), a tool name cut to its column, every field of a hypothesis tactic, then t
-    showing and hiding the refuted and expired records, keeping the highlighted one."""
-    hidden = [
-        str(r.id)
-        for r in store.fetch(include_refuted=True, include_expired=True, tier="longterm")
-        if r.refuted or r.is_expired(fixed_clock())
-    ]
-    assert hidden, "the sample corpus has a refuted or expired tactic"
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        table = await show_tier(pilot, "longterm")
-        # -- the detail appends the source's notes and sections.
-        detail = app.query_one(RecordDetail)
-        record = table.current
-        assert record is not None
-        assert detail.sections is not None, "notes: sections"
-        assert [s.title for s in detail.sections] == [s.title for s in app.source.detail(record.id)]
-        text = detail.text()
-        assert "vector" in text and "hash-256" in text, "notes: vector section"
-        assert "history (audit events naming this record)" in text
-        assert "no audited action has touched this record" in text
-        notes = app.source.notes(record)
-        assert notes and detail.notes == notes, "notes: the source's notes"
-        assert f"notes\n  {notes}" in text
-
-        # -- xxeinjector in an 8-cell column: cut with an ellipsis, never silently.
-        assert not set(hidden) & {r.id for r in table.records}, "t: hidden at first"
-        row = next(i for i, r in enumerate(table.records) if r.scope["tool_name"] == "xxeinjector")
-        cell = table.get_row_at(row)[column_labels(table).index("tool")].plain
-        assert "…" in cell and cell.startswith("xxe") and cell.endswith("or"), "tool cut"
-        assert len(cell) <= 8
-
-        # -- the detail shows every field and state of a hypothesis tactic.
-        tactic = next(r for r in table.records if r.metadata.get("evidence_grade") == "hypothesis")
-        table.move_cursor(row=table.records.index(tactic))
-        await settle(pilot)
-        text = app.query_one("#detail-body").render().plain  # type: ignore[attr-defined]
-        assert f"#{tactic.id}" in text, "fields: the id"
-        assert "HYPOTHESIS" in text
-        for label in ("profile", "engagement", "run", "tool", "signature", "created", "metadata"):
-            assert label in text, f"fields: {label}"
-        assert tactic.metadata["signature"] in text
-        # The scope names the native keys as before; the signature shows with them.
-        scope = text.split("\nscope\n", 1)[1].split("\n\n", 1)[0]
-        assert "tool " in scope and "signature " in scope, "fields: the scope's keys"
-        assert tactic.scope["profile_hash"] in scope
-
-        # -- t shows the refuted and expired records (dimmed) and hides them again,
-        # keeping the highlighted record both times.
-        await pilot.press("end")
-        await settle(pilot)
-        last = app.current_record_id()
-        assert last is not None and last != table.records[0].id
-        await pilot.press("t")
-        await settle(pilot)
-        assert set(hidden) <= {r.id for r in table.records}, "t: shown"
-        assert "showing refuted and expired records (dimmed)" in notifications(app)
-        assert app.current_record_id() == last, "t: keeps the highlighted record (shown)"
-        # The hidden rows are dimmed, their state word shown.
-        row = table.records.index(next(r for r in table.records if r.id == hidden[0]))
-        cells = table.get_row_at(row)
-        assert any("dim" in str(span.style) for span in cells[0].spans), "t: dimmed"
-        assert {"REFUTED", "expired"} & {cell.plain for cell in cells}
-        await pilot.press("t")
-        await settle(pilot)
-        assert not set(hidden) & {r.id for r in table.records}, "t: hidden again"
-        assert "refuted and expired records hidden" in notifications(app)
-        assert app.current_record_id() == last, "t: keeps the highlighted record (hidden)"
 
 
 async def test_first_non_empty_tier_skips_empty_ones(tmp_path: Path):
