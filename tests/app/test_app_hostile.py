@@ -15,6 +15,7 @@ as visible text).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -54,9 +55,15 @@ VISIBLE_ESCAPES = (
 )
 
 
+@pytest.fixture(scope="module")
+def built_hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_hostile_db(tmp_path_factory.mktemp("hostile") / "hostile.db")
+
+
 @pytest.fixture
-def store(tmp_path: Path):
-    path = build_hostile_db(tmp_path / "hostile.db")
+def store(built_hostile: Path, tmp_path: Path):
+    """The hostile database, built once for the module, copied for each test."""
+    path = shutil.copy(built_hostile, tmp_path / "hostile.db")
     with MemoryStore(path, clock=fixed_clock, operator="tester") as opened:
         yield opened
 
@@ -74,16 +81,13 @@ def inert(app, where: str) -> str:
     return text
 
 
-async def type_text(pilot, text: str) -> None:
-    for char in text:
-        await pilot.press("space" if char == " " else char)
-
-
 def detail_text(app) -> str:
     return app.query_one("#detail-body").render().plain  # type: ignore[attr-defined]
 
 
-async def test_browse_table_detail_and_tree_are_inert(store: MemoryStore):
+async def test_browse_full_text_search_lanes_and_audit_are_inert(store: MemoryStore):
+    """Every tab in one app run, each view checked on its own: the browse table, detail
+    and tree, the full-text screen, search results and a breakdown, Lanes and Audit."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -95,6 +99,7 @@ async def test_browse_table_detail_and_tree_are_inert(store: MemoryStore):
         assert "note\\x1b[31" in row and "…" in row
         # The detail pane: every sequence shown as text, the markup as written.
         assert MARKUP in text
+        assert app.query_one(RecordDetail).border_title == "record #1"
         detail = detail_text(app)
         for escape in VISIBLE_ESCAPES:
             assert escape in detail, escape
@@ -109,50 +114,74 @@ async def test_browse_table_detail_and_tree_are_inert(store: MemoryStore):
         # Metadata: masked where the name says secret, the hostile key escaped.
         assert "password" in detail and "••••••••" in detail
         assert "masked: nested.api_token, password, token\\x1b]0;pwned\\x07[b]" in detail
-        # Wide and right-to-left text, combining marks: rows keep their width.
+
+        # -- the full-text screen of the same record shows its control characters as escapes.
+        record = table.current
+        assert record.content.startswith("hostile [bold red]")
+        app.push_screen(FullTextScreen(record))
+        await settle(pilot)
+        text = inert(app, "full text of the hostile record")
+        view = app.screen.query_one(FullText)
+        shown = view.visible_text()
+        assert all(line.strip() in text for line in shown.splitlines()), "full text: on screen"
+        whole = shown.replace("\n", "")  # escapes may run across the wrap
+        for escape in VISIBLE_ESCAPES:
+            assert escape in whole, ("full text", escape)
+        assert MARKUP in whole and "second line" in shown
+        app.pop_screen()
+        await settle(pilot)
+
+        # -- wide and right-to-left text, combining marks: rows keep their width.
+        assert app.focused is table
         await pilot.press("end")
         await settle(pilot)
         text = inert(app, "browse, international row")
         assert "漢字ツー" in text and "\\u202eright-to-left" in text
         assert "مرحبا بالعالم" in detail_text(app)
 
+        # -- search: the results and a breakdown.
+        await pilot.press("slash")
+        query = app.query_one("#query", Input)
+        query.value = "hostile tactic"  # typing is not what is tested here
+        await pilot.press("enter")
+        await settle(pilot)
+        await pilot.press("enter")  # expand the first result's breakdown
+        await settle(pilot)
+        text = inert(app, "search")
+        assert "#6 tactic  hostile tactic hostile [bold red]boom[/] [link=" in text
+        assert "adds up" in text
+        await pilot.press("slash")
+        query.value = "hostile"
+        await pilot.press("enter")
+        await settle(pilot)
+        text = inert(app, "search, every hostile record")
+        assert "note\\x1b[31m" in text and "\\u202eright-to-left" in text
 
-async def test_a_megabyte_record_is_capped_in_the_detail_and_stays_responsive(
+        # -- the Lanes and Audit tabs.
+        await pilot.press("3")
+        await settle(pilot)
+        text = inert(app, "lanes")
+        assert "burp\\x1b]52;c;SGVsbG8=\\x07" in text
+        assert "hostile finding hostile [bold red" in text
+        assert "F-high\\x1b[31m" in text
+        # The engagement's name, in its Select (cut to fit) and the history's title.
+        assert "eng[bold red…]0;pwned\\x07 ▼" in text
+        assert f"host history: eng{MARKUP}\\x1b]0;pwned\\x07" in text
+        await pilot.press("4")
+        await settle(pilot)
+        text = inert(app, "audit")
+        assert f"mallory{MARKUP}\\x1b]0;pwned\\x07" in text
+        assert "refuted hostile [bold red]boom[/]" in text
+        assert "\\x1b[10;10H" in text
+
+
+async def test_a_megabyte_record_is_capped_in_the_detail_and_m_shows_all_of_it(
     store: MemoryStore,
 ):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("down")  # the 1 MB record
-        await settle(pilot)
-        record = app.query_one(RecordTable).current
-        assert record is not None and len(record.content) > 1_000_000
-        detail = detail_text(app)
-        assert len(detail) < DETAIL_CONTENT_CHARS + 30_000
-        assert "TAILMARK" not in detail
-        hidden = len(record.content) - DETAIL_CONTENT_CHARS
-        assert f"… {hidden:,} more characters not shown — press m to show all" in detail
-        # The 1 MB metadata value is capped too.
-        assert "more characters not shown" in detail.split("blob", 1)[1]
-        inert(app, "browse, 1 MB record")
-        # The pane answers at once after rendering it: scroll it, move on.
-        app.query_one(RecordDetail).focus()
-        await pilot.press("end")
-        await settle(pilot)
-        assert "more characters not shown" in screen_text(app)
-        await pilot.press("shift+tab", "down")  # back to the table, next record
-        await settle(pilot)
-        assert app.query_one(RecordTable).current.content.endswith("LINEEND")
-        # The 50,000-character line is under the cap: whole in the detail, cut in the row.
-        assert "LINEEND" in detail_text(app)
-        text = inert(app, "browse, long line")
-        row = next(line for line in text.splitlines() if "longline hostile" in line)
-        assert cell_len(row) <= SIZE[0] and "…" in row
-
-
-async def test_m_shows_all_of_a_megabyte_record_and_its_end(store: MemoryStore):
-    """The detail pane stops at 100,000 characters; m shows the whole content, its end
-    included, without holding the screen, and escape goes back."""
+    """The detail pane stops at 100,000 characters and stays responsive; m shows the
+    whole content, its end included, without holding the screen, and escape goes back.
+    One app run: the capped detail, m from the table, the pane scrolled, m from the
+    detail pane on a narrow terminal, then the 50,000-character line."""
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
@@ -161,12 +190,25 @@ async def test_m_shows_all_of_a_megabyte_record_and_its_end(store: MemoryStore):
         assert "Full text" not in screen_text(app).splitlines()[-1]  # only where it is cut
         await pilot.press("down")  # the 1 MB record
         await settle(pilot)
-        assert "TAILMARK" not in screen_text(app) and "TAILMARK" not in detail_text(app)
-        assert "m Full text" in screen_text(app).splitlines()[-1]
+        # -- capped in the detail.
+        record = table.current
+        assert record is not None and len(record.content) > 1_000_000
+        detail = detail_text(app)
+        assert len(detail) < DETAIL_CONTENT_CHARS + 30_000, "capped"
+        assert "TAILMARK" not in detail
+        hidden = len(record.content) - DETAIL_CONTENT_CHARS
+        assert f"… {hidden:,} more characters not shown — press m to show all" in detail
+        # The 1 MB metadata value is capped too.
+        assert "more characters not shown" in detail.split("blob", 1)[1], "capped: metadata"
+        text = inert(app, "browse, 1 MB record")
+        assert "TAILMARK" not in text
+        assert "m Full text" in text.splitlines()[-1], "the footer offers m"
+
+        # -- m from the table: the whole content.
         await pilot.press("m")
         await settle(pilot)
         screen = app.screen
-        assert isinstance(screen, FullTextScreen)
+        assert isinstance(screen, FullTextScreen), "m opens the full text"
         view = screen.query_one(FullText)
         assert app.focused is view
         text = inert(app, "full text, start")
@@ -176,40 +218,41 @@ async def test_m_shows_all_of_a_megabyte_record_and_its_end(store: MemoryStore):
         await pilot.press("end")
         await settle(pilot)
         text = inert(app, "full text, end")
-        assert "0123456789 TAILMARK" in text
+        assert "0123456789 TAILMARK" in text, "full text: its end"
         assert "TAILMARK" in view.visible_text()
         # Every character is there, in order, once.
-        assert "".join(view.lines) == content
+        assert "".join(view.lines) == content, "full text: every character"
         await pilot.press("escape")
         await settle(pilot)
         assert not isinstance(app.screen, FullTextScreen) and app.focused is table
-        # From the detail pane too, on a narrow terminal.
-        await pilot.resize_terminal(80, 24)
+
+        # -- the pane answers at once after rendering it: scroll it.
         app.query_one(RecordDetail).focus()
+        await pilot.press("end")
+        await settle(pilot)
+        assert "more characters not shown" in screen_text(app), "the pane scrolled"
+
+        # -- m from the detail pane too, on a narrow terminal.
+        await pilot.resize_terminal(80, 24)
+        assert app.focused is app.query_one(RecordDetail)
         await pilot.press("m")
         await settle(pilot)
-        assert isinstance(app.screen, FullTextScreen)
+        assert isinstance(app.screen, FullTextScreen), "m from the detail pane"
         await pilot.press("end")
         await settle(pilot)
         assert "TAILMARK" in inert(app, "full text at 80 columns")
-
-
-async def test_the_full_text_shows_control_characters_as_escapes(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("escape")
         await settle(pilot)
-        record = app.query_one(RecordTable).current
-        assert record.content.startswith("hostile [bold red]")
-        app.push_screen(FullTextScreen(record))
+
+        # -- move on: the 50,000-character line is under the cap, whole in the detail,
+        # cut in the row (on the narrow terminal, where the row is cut the more).
+        await pilot.press("shift+tab", "down")  # back to the table, next record
         await settle(pilot)
-        text = inert(app, "full text of the hostile record")
-        view = app.screen.query_one(FullText)
-        shown = view.visible_text()
-        assert all(line.strip() in text for line in shown.splitlines())
-        whole = shown.replace("\n", "")  # escapes may run across the wrap
-        for escape in VISIBLE_ESCAPES:
-            assert escape in whole, escape
-        assert MARKUP in whole and "second line" in shown
+        assert app.query_one(RecordTable).current.content.endswith("LINEEND")
+        assert "LINEEND" in detail_text(app), "long line: whole in the detail"
+        text = inert(app, "browse, long line")
+        row = next(line for line in text.splitlines() if "longline hostile" in line)
+        assert cell_len(row) <= 80 and "…" in row, "long line: cut in the row"
 
 
 async def test_the_source_notes_and_detail_sections_are_inert(store: MemoryStore):
@@ -250,32 +293,20 @@ async def test_the_source_notes_and_detail_sections_are_inert(store: MemoryStore
         assert "section note hostile" in inert(app, "detail sections")
 
 
-async def test_search_results_and_breakdown_are_inert(store: MemoryStore):
+async def test_the_header_dialogs_and_notifications_are_inert(built_hostile: Path, tmp_path: Path):
+    """One app run on the hostile database under a hostile file name: the header, the
+    forget, reveal and forget-engagement dialogs, then a forget and its notification."""
+    path = shutil.copy(built_hostile, tmp_path / "evil\x1b]0;pwned\x07[b]x.db")
+    with MemoryStore(path, clock=fixed_clock, operator="tester") as store:
+        await header_dialogs_and_notifications(store)
+
+
+async def header_dialogs_and_notifications(store: MemoryStore) -> None:
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
-        await pilot.press("slash")
-        await type_text(pilot, "hostile tactic")
-        await pilot.press("enter")
-        await settle(pilot)
-        await pilot.press("enter")  # expand the first result's breakdown
-        await settle(pilot)
-        text = inert(app, "search")
-        assert "#6 tactic  hostile tactic hostile [bold red]boom[/] [link=" in text
-        assert "adds up" in text
-        await pilot.press("slash")
-        await pilot.press("ctrl+u")
-        await type_text(pilot, "hostile")
-        await pilot.press("enter")
-        await settle(pilot)
-        text = inert(app, "search, every hostile record")
-        assert "note\\x1b[31m" in text and "\\u202eright-to-left" in text
-
-
-async def test_dialogs_are_inert(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
+        header = inert(app, "header").splitlines()[0]
+        assert "evil\\x1b]0;pwned\\x07[b]x.db" in header, "the header"
         await pilot.press("f")
         await settle(pilot)
         assert isinstance(app.screen, ConfirmRecordAction)
@@ -308,7 +339,7 @@ async def test_dialogs_are_inert(store: MemoryStore):
         assert "[link=https://evil.example]x[/link]\\x1b]0;pwned\\x07  3 records" in text
         assert "note\\x1b[31m" in text
         # An ESC cannot be typed: the name as shown, escapes and all, confirms it.
-        await type_text(pilot, "closing")
+        dialog.query_one("#reason", Input).value = "closing"
         name = dialog.query_one("#confirm-name", Input)
         name.focus()
         name.value = f"eng{MARKUP}\\x1b]0;pwned\\x0"
@@ -318,44 +349,24 @@ async def test_dialogs_are_inert(store: MemoryStore):
         await pilot.press("escape")
         await settle(pilot)
 
-
-async def test_lanes_and_audit_are_inert(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
+        # -- forget the hostile record: the notification names its type, escaped.
+        tree.move_cursor(tree.find("tier", "working", "working"))
         await settle(pilot)
-        await pilot.press("3")
+        table = app.query_one(RecordTable)
+        table.focus()
+        assert table.current is not None and table.current.id == "1"
+        await pilot.press("f")
         await settle(pilot)
-        text = inert(app, "lanes")
-        assert "burp\\x1b]52;c;SGVsbG8=\\x07" in text
-        assert "hostile finding hostile [bold red" in text
-        assert "F-high\\x1b[31m" in text
-        await pilot.press("4")
+        reason = app.screen.query_one("#reason", Input)
+        reason.value = "hostile test"
+        reason.focus()
+        await pilot.press("tab", "tab", "enter")
         await settle(pilot)
-        text = inert(app, "audit")
-        assert f"mallory{MARKUP}\\x1b]0;pwned\\x07" in text
-        assert "refuted hostile [bold red]boom[/]" in text
-        assert "\\x1b[10;10H" in text
-
-
-async def test_notifications_and_the_header_are_inert(tmp_path: Path):
-    path = build_hostile_db(tmp_path / "evil\x1b]0;pwned\x07[b]x.db")
-    with MemoryStore(path, clock=fixed_clock, operator="tester") as store:
-        app = make_app(store, check_on_start=False)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            header = inert(app, "header").splitlines()[0]
-            assert "evil\\x1b]0;pwned\\x07[b]x.db" in header
-            # Forget the hostile record: the notification names its type, escaped.
-            await pilot.press("f")
-            await settle(pilot)
-            await type_text(pilot, "hostile test")
-            await pilot.press("tab", "tab", "enter")
-            await settle(pilot)
-            assert store.get(1) is None
-            messages = [n.message for n in app._notifications]
-            assert any("note\\x1b[31m #1" in m for m in messages)
-            assert not any("\x1b" in m for m in messages)
-            inert(app, "after forget, with the notification on screen")
+        assert store.get(1) is None, "forgotten"
+        messages = [n.message for n in app._notifications]
+        assert any("note\\x1b[31m #1" in m for m in messages), "the notification"
+        assert not any("\x1b" in m for m in messages)
+        inert(app, "after forget, with the notification on screen")
 
 
 @pytest.mark.parametrize(

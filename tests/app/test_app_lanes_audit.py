@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fixtures.sources_support import LANGGRAPH, LANGGRAPH_VECTORS, copy_fixture
+from fixtures.sources_support import LANGGRAPH_VECTORS, copy_fixture
 from rich.console import Console
 from rich.text import Text
 from textual.geometry import Spacing
@@ -16,7 +17,6 @@ from textual.widgets import DataTable, Select, Static
 from memtui.core.lanes import host_history, learned_tactics, profile_priors
 from memtui.core.store import MemoryStore
 from memtui.sources import open_source
-from memtui.sources.capabilities import with_article
 from memtui.sources.native import NativeSource
 from memtui.tui.app import make_app
 from memtui.tui.audit_view import AuditPane, AuditTable
@@ -30,9 +30,15 @@ CANARY_ID = "lg:memories.user-1/canary"
 COLOR_ID = "lg:memories.user-1/pref-color"
 
 
+@pytest.fixture(scope="module")
+def built_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_sample_db(tmp_path_factory.mktemp("lanes") / "sample.db")
+
+
 @pytest.fixture
-def sample_path(tmp_path: Path) -> Path:
-    return build_sample_db(tmp_path / "sample.db")
+def sample_path(built_sample: Path, tmp_path: Path) -> Path:
+    """The sample database, built once for the module, copied for each test."""
+    return Path(shutil.copy(built_sample, tmp_path / "sample.db"))
 
 
 @pytest.fixture
@@ -41,19 +47,53 @@ def store(sample_path: Path):
         yield opened
 
 
-async def test_lanes_show_priors_tactics_negative_evidence_and_history(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
+class NoAuditSource(NativeSource):
+    """A source that keeps no audit log."""
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        return super().capabilities - {"audit"}
+
+
+def refusing(name: str):
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"{name} was called")
+
+    return refuse
+
+
+async def test_lanes_keyboard_priors_tactics_evidence_and_the_engagement_choice(
+    store: MemoryStore, monkeypatch
+):
+    """The Lanes tab in one app run, each check on its own: the profile Select from the
+    keyboard, the four lanes of the flask profile, the lanes following the engagement
+    choice, then a long host history (fewer rows allowed from there on). The source
+    keeps no audit log (lanes need none): last, the Audit tab says so, having read
+    nothing of an audit log (any call, from the start of the app, fails)."""
+    source = NoAuditSource(store)
+    for name in ("audit_events", "verify_audit", "audit_head", "interrupted_forgets"):
+        monkeypatch.setattr(source, name, refusing(name))
+    app = make_app(source, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("3")
         await settle(pilot)
         pane = app.query_one(LanesPane)
+        # -- the profile Select works from the keyboard (it has focus on the tab).
+        first = pane.profile
+        await pilot.press("enter")  # open the Select
+        await pilot.pause()
+        await pilot.press("down", "enter")
+        await settle(pilot)
+        assert pane.profile != first, "keyboard: down and enter pick another profile"
+
+        # -- priors, tactics, negative evidence and history for the flask profile.
         app.query_one("#lanes-profile", Select).value = FLASK
         await settle(pilot)
         assert pane.profile == FLASK
         text = screen_text(app)
         # The sqlmap tactic: 12 hits of 23, Wilson lower bound 0.3296.
-        assert "0.3296" in text and "12/23" in text
+        assert "0.3296" in text and "12/23" in text, "priors: sqlmap's bound"
         priors = profile_priors(store, FLASK)
         assert pane.data["priors"] == priors
         assert pane.data == app.source.lanes(
@@ -62,77 +102,63 @@ async def test_lanes_show_priors_tactics_negative_evidence_and_history(store: Me
         # Priors are sorted by the bound and show hits/n, raw rate and bound.
         tools = [row["tool"] for row in priors]
         positions = [text.index(f"{tool} ") for tool in tools]
-        assert positions == sorted(positions)
+        assert positions == sorted(positions), "priors: sorted by the bound"
         for row in priors:
             assert f"{row['hits']}/{row['n']}" in text
             assert f"{row['wilson']:.4f}" in text
         assert "┃" in text and "━" in text  # the interval bars
         # Learned tactics with proven / hypothesis marks.
         tactics = learned_tactics(store, FLASK)
-        assert "✓ proven" in text
+        assert "✓ proven" in text, "tactics: proven"
         if any(t["hypothesis"] for t in tactics):
             assert "? HYPOTHESIS" in text
         # Negative evidence: commix, 0 of 8, deprioritize (never "skip").
-        assert "0/8" in text and "deprioritize" in text
+        assert "0/8" in text and "deprioritize" in text, "negative evidence"
         # Host history for the first engagement.
         engagement = store.engagements()[0]
-        assert pane.engagement == engagement
+        assert pane.engagement == engagement, "history: the first engagement"
         for row in host_history(store, engagement)[:3]:
             assert row["finding_id"] in text
 
+        # -- the lanes follow the engagement choice.
+        pane = await choose_engagement(app, pilot, "globex-retest")
+        assert pane.data["history"] == host_history(store, "globex-retest"), "engagement"
+        assert "host history: globex-retest" in screen_text(app)
 
-async def lanes_of_engagement(app, pilot, engagement: str) -> LanesPane:
-    """Open the Lanes tab and choose ``engagement``; the pane once its lanes are read."""
-    await settle(pilot)
-    await pilot.press("3")
-    await settle(pilot)
+        # -- an engagement can hold tens of thousands of findings: the tab shows the first.
+        monkeypatch.setattr(LanesPane, "HISTORY_ROWS", 2)
+        every = host_history(store, "acme-2026-q4")
+        assert len(every) > 2
+        pane = await choose_engagement(app, pilot, "acme-2026-q4")
+        assert pane.data["history"] == every[:2], "long history: the first 2"
+        assert pane.data["history_total"] == len(every)
+        text = screen_text(app)
+        assert f"{len(every)} findings, the first 2 shown" in text, "long history: counted"
+        assert f"… and {len(every) - 2} more, less severe or later" in text
+        assert every[0]["finding_id"] in text and every[2]["finding_id"] not in text
+
+        # -- a source without an audit log: the Audit tab says so and reads nothing.
+        await pilot.press("4")
+        await settle(pilot)
+        audit = app.query_one(AuditPane)
+        assert "no audit log for this source" in screen_text(app), "no audit log"
+        assert not audit.query(DataTable)
+        audit.reload()
+        await settle(pilot)
+        assert audit.events == [] and not audit.verified, "no audit log: nothing read"
+        assert not any(n.severity == "error" for n in app._notifications)
+
+
+async def choose_engagement(app, pilot, engagement: str) -> LanesPane:
+    """Choose ``engagement`` on the Lanes tab; the pane once its lanes are read."""
     app.query_one("#lanes-engagement", Select).value = engagement
     await settle(pilot)
     return app.query_one(LanesPane)
 
 
-async def test_lanes_follow_the_engagement_choice(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        pane = await lanes_of_engagement(app, pilot, "globex-retest")
-        assert pane.data["history"] == host_history(store, "globex-retest")
-        assert "host history: globex-retest" in screen_text(app)
-
-
-async def test_a_long_host_history_shows_its_first_findings_and_counts_the_rest(
-    store: MemoryStore, monkeypatch
+async def test_audit_shows_the_log_newest_first_the_chain_state_and_its_columns(
+    store: MemoryStore,
 ):
-    """An engagement can hold tens of thousands of findings: the tab shows the first."""
-    monkeypatch.setattr(LanesPane, "HISTORY_ROWS", 2)
-    every = host_history(store, "acme-2026-q4")
-    assert len(every) > 2
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        pane = await lanes_of_engagement(app, pilot, "acme-2026-q4")
-        assert pane.data["history"] == every[:2]
-        assert pane.data["history_total"] == len(every)
-        text = screen_text(app)
-        assert f"{len(every)} findings, the first 2 shown" in text
-        assert f"… and {len(every) - 2} more, less severe or later" in text
-        assert every[0]["finding_id"] in text and every[2]["finding_id"] not in text
-
-
-async def test_lanes_profile_select_works_from_the_keyboard(store: MemoryStore):
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("3")
-        await settle(pilot)
-        pane = app.query_one(LanesPane)
-        first = pane.profile
-        await pilot.press("enter")  # open the Select
-        await pilot.pause()
-        await pilot.press("down", "enter")
-        await settle(pilot)
-        assert pane.profile != first
-
-
-async def test_audit_shows_the_log_newest_first_and_the_chain_state(store: MemoryStore):
     store.refute(1, reason="payload patched")
     app = make_app(store, check_on_start=False)
     async with app.run_test(size=SIZE) as pilot:
@@ -141,14 +167,19 @@ async def test_audit_shows_the_log_newest_first_and_the_chain_state(store: Memor
         await settle(pilot)
         pane = app.query_one(AuditPane)
         assert [e["id"] for e in pane.events] == [e["id"] for e in store.audit_events()]
-        assert pane.events[0]["action"] == "refute"
+        assert pane.events[0]["action"] == "refute", "newest first"
         text = screen_text(app)
         assert "✓ chain verified" in text
         assert "payload patched" in text
         assert app.focused is app.query_one(AuditTable)
+        # A memtui database keeps its audit columns: no status column, reason last.
+        table = app.query_one(AuditTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        assert "status" not in labels and labels[-1] == "reason", "columns"
+        assert not app.query_one("#audit-interrupted", Static).display, "no interrupted line"
         await pilot.press("v")
         await settle(pilot)
-        assert any("audit chain verified" in n.message for n in app._notifications)
+        assert any("audit chain verified" in n.message for n in app._notifications), "v"
 
 
 async def test_audit_shows_the_first_broken_link(sample_path: Path):
@@ -171,51 +202,6 @@ async def test_audit_shows_the_first_broken_link(sample_path: Path):
             text = screen_text(app)
             assert "✗ chain BROKEN" in text
             assert "event #2" in text
-
-
-def refusing(name: str):
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError(f"{name} was called")
-
-    return refuse
-
-
-async def test_lanes_on_a_foreign_store_say_why_in_one_line_and_start_no_work(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    source = open_source(copy_fixture(LANGGRAPH, tmp_path / "store"), now=LG_NOW)
-    try:
-        assert not source.can("lanes")
-        # Lanes must not even be asked for: any call fails the test.
-        monkeypatch.setattr(source, "lane_choices", refusing("lane_choices"), raising=False)
-        monkeypatch.setattr(source, "lanes", refusing("lanes"), raising=False)
-        app = make_app(source, check_on_start=False)
-        async with app.run_test(size=SIZE) as pilot:
-            await settle(pilot)
-            await pilot.press("3")
-            await settle(pilot)
-            pane = app.query_one(LanesPane)
-            text = screen_text(app)
-            expected = (
-                "Lanes (priors, tactics, host history) need a memtui database: "
-                f"this is {with_article(source.kind_label)}."
-            )
-            assert expected in text
-            assert text.count("need a memtui database") == 1
-            # No profile or engagement to choose, no lane boxes waiting for data.
-            assert not pane.query(Select)
-            assert not pane.query(".lane")
-            assert "choose a profile" not in text
-            assert pane.data == {}
-            assert not [w for w in app.workers if w.node is pane]
-            # A refresh (F5 or a change in the store) still starts nothing.
-            pane.reload()
-            pane.database_changed(shown=True)
-            await settle(pilot)
-            assert pane.data == {}
-            assert not any(n.severity == "error" for n in app._notifications)
-    finally:
-        source.close()
 
 
 def interrupted_forget(source: Any, record_id: str, reason: str) -> None:
@@ -319,47 +305,6 @@ async def test_audit_on_a_foreign_store_without_interrupted_forgets_has_no_such_
             assert not app.query_one("#audit-interrupted", Static).display
             assert "interrupted" not in screen_text(app)
             assert "completed" in screen_text(app)
-
-
-async def test_a_memtui_database_keeps_its_audit_columns(store: MemoryStore):
-    store.refute(1, reason="payload patched")
-    app = make_app(store, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
-        table = app.query_one(AuditTable)
-        labels = [str(c.label) for c in table.columns.values()]
-        assert "status" not in labels and labels[-1] == "reason"
-        assert not app.query_one("#audit-interrupted", Static).display
-
-
-class NoAuditSource(NativeSource):
-    """A source that keeps no audit log."""
-
-    @property
-    def capabilities(self) -> frozenset[str]:
-        return super().capabilities - {"audit"}
-
-
-async def test_a_source_without_an_audit_log_says_so_and_reads_nothing(
-    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
-):
-    source = NoAuditSource(store)
-    for name in ("audit_events", "verify_audit", "audit_head", "interrupted_forgets"):
-        monkeypatch.setattr(source, name, refusing(name))
-    app = make_app(source, check_on_start=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("4")
-        await settle(pilot)
-        pane = app.query_one(AuditPane)
-        assert "no audit log for this source" in screen_text(app)
-        assert not pane.query(DataTable)
-        pane.reload()
-        await settle(pilot)
-        assert pane.events == [] and not pane.verified
-        assert not any(n.severity == "error" for n in app._notifications)
 
 
 def test_widget_code_sets_no_inline_style():
