@@ -33,7 +33,7 @@ ENGAGEMENT = "live-agent"
 
 WRITER = """
 import os, sys, time
-from memtui.core.store import MemoryStore
+from memtui.core.store import MemoryStore, MemoryStoreError
 path, seconds, pause = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 stop = path + ".stop"
 store = MemoryStore(path, operator="agent")
@@ -41,8 +41,13 @@ print("ready", flush=True)
 deadline = time.monotonic() + seconds
 written = 0
 while time.monotonic() < deadline and not os.path.exists(stop):
-    store.add_record(tier="working", record_type="observation",
-                     content=f"agent observation {written}", engagement=sys.argv[4])
+    try:
+        store.add_record(tier="working", record_type="observation",
+                         content=f"agent observation {written}", engagement=sys.argv[4])
+    except MemoryStoreError as error:  # the app's forget held the lock past the timeout
+        if "busy" not in str(error):
+            raise
+        continue  # as an agent does: try again
     written += 1
     time.sleep(pause)
 store.close()
