@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +120,17 @@ async def check_search_and_refused_forget(pilot, source: Any, query: str) -> Sea
 # tests/app/test_app_sources_direct.py.
 
 
+@contextlib.asynccontextmanager
+async def browsing(source: Any) -> AsyncIterator[tuple[MemtuiApp, Any]]:
+    """The app on ``source`` at 140x50 with a hash embedder, its first screen checked."""
+    app = make_app(source, embedder=HashEmbedder(8), poll_interval=None, check_on_start=False)
+    assert isinstance(app, MemtuiApp) and app.source is source
+    async with app.run_test(size=(140, 50)) as pilot:
+        await settle(pilot)
+        check_browse(app, source)
+        yield app, pilot
+
+
 async def test_the_one_app_opens_browses_and_searches_langgraph_and_nests_namespaces(tmp_path):
     """Also: a change by another process refreshes the counts and keeps the highlighted
     record; memories.user-2.notes hangs under memories.user-2, shown by the rest of its
@@ -126,11 +139,7 @@ async def test_the_one_app_opens_browses_and_searches_langgraph_and_nests_namesp
     path = make(LANGGRAPH, tmp_path / "store")
     source = open_source(path, now=LG_NOW, clock=fixed_clock)
     try:
-        app = make_app(source, embedder=HashEmbedder(8), poll_interval=None, check_on_start=False)
-        assert isinstance(app, MemtuiApp) and app.source is source
-        async with app.run_test(size=(140, 50)) as pilot:
-            await settle(pilot)
-            check_browse(app, source)
+        async with browsing(source) as (app, pilot):
             # A live change refreshes the counts and keeps the highlighted record.
             table = app.query_one(RecordTable)
             tier = table.scope.tier if table.scope else None
@@ -194,11 +203,7 @@ async def test_the_one_app_opens_browses_and_searches_letta_with_its_vectors(tmp
     case = case_named("letta")
     source = opened(case, tmp_path / "store")
     try:
-        app = make_app(source, embedder=HashEmbedder(8), poll_interval=None, check_on_start=False)
-        assert isinstance(app, MemtuiApp) and app.source is source
-        async with app.run_test(size=(140, 50)) as pilot:
-            await settle(pilot)
-            check_browse(app, source)
+        async with browsing(source) as (app, pilot):
             # Native-only keys are not offered on a foreign store: no refute, and r does
             # nothing; forget is offered (read-only says why).
             footer = screen_text(app).splitlines()[-1]
