@@ -352,7 +352,7 @@ class ChangeFlow(AppBase):
             return
         # Our own change is not the agent's: the next poll must not call it "live".
         self.call_from_thread(self._own_change_seen)
-        self.call_from_thread(self._mutated, kind, target, *_shown(result))
+        self.call_from_thread(self._mutated, kind, target, *notice_parts(result))
 
     def _own_change_seen(self) -> None:
         if not self.native:
@@ -400,7 +400,7 @@ def scope_words(scope: tuple[str, str]) -> str:
     return f"{scope_label(scope[0])} {escape_controls(str(scope[1]))}"
 
 
-def _shown(saved: Saved) -> tuple[Any, ...]:
+def notice_parts(saved: Saved) -> tuple[Any, ...]:
     """A saved change as the notice shows it: its event, message, records removed, value."""
     kind, target, outcome = saved.change.kind, saved.change.target, saved.outcome
     if saved.already:

@@ -27,7 +27,7 @@ from memtui.tui.app import MemtuiApp, make_app
 from memtui.tui.banners import SourceBanner
 from memtui.tui.base import offers
 from memtui.tui.breakdown import arithmetic, render_breakdown
-from memtui.tui.changes import _shown
+from memtui.tui.changes import notice_parts
 from memtui.tui.detail_format import detail_sections, record_detail
 from memtui.tui.dialogs import ConfirmRecordAction, ForgetEngagementDialog
 from memtui.tui.format import record_label, record_row
@@ -67,7 +67,7 @@ def confirm(source: Any, kind: str, target: Any) -> tuple[Saved, tuple]:
         source, Change(kind, target, "subject asked", "tester"), retries=0, delay=0.0
     )
     assert isinstance(saved, Saved)
-    return saved, _shown(saved)
+    return saved, notice_parts(saved)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
